@@ -1,0 +1,70 @@
+"""The ``lucid`` command-line program (Typer).
+
+Every sub-command module is torch-free at import time; heavy modules are
+imported inside the command bodies, so ``lucid --help`` and ``lucid plugins``
+never import torch or Lightning.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from lucidyolo._version import __version__
+from lucidyolo.cli import evaluate as eval_cmd
+from lucidyolo.cli import export, fit, gate, plugins, predict
+from lucidyolo.cli.console import print_user_error, set_verbosity
+from lucidyolo.errors import UserError
+
+app = typer.Typer(
+    name="lucid",
+    help="Train, evaluate and deploy YOLO26-family models (det, seg, obb, pose).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"lucid {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="More output."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only errors and results."),
+) -> None:
+    """lucid: YOLO26-family training and evaluation."""
+    set_verbosity(0 if quiet else 2 if verbose else 1)
+
+
+_EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
+app.command("fit", context_settings=_EXTRA)(fit.fit)
+app.command("eval")(eval_cmd.evaluate)
+app.command("predict")(predict.predict)
+app.command("export")(export.export)
+app.command("plugins")(plugins.plugins)
+app.add_typer(gate.app, name="gate", help="Minutes-long wiring gates.")
+
+
+def main() -> None:
+    """Console-script entry point: user errors exit 2 with a message, never a traceback."""
+    try:
+        app()
+    except UserError as err:
+        print_user_error(err)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        print_user_error(UserError("Interrupted.", fix="Resume a training run with `lucid fit TASK --resume RUN_DIR`."))
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

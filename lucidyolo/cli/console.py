@@ -1,0 +1,43 @@
+"""Shared rich consoles, verbosity and the user-error printer (torch-free)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from lucidyolo.errors import UserError
+
+console = Console()
+err_console = Console(stderr=True)
+
+_state = {"verbosity": 1}  # 0 quiet, 1 normal, 2 verbose
+
+
+def set_verbosity(level: int) -> None:
+    _state["verbosity"] = level
+
+
+def verbosity() -> int:
+    return _state["verbosity"]
+
+
+def info(message: str) -> None:
+    """Print unless ``--quiet``."""
+    if _state["verbosity"] >= 1:
+        console.print(message)
+
+
+def debug(message: str) -> None:
+    """Print only with ``--verbose``."""
+    if _state["verbosity"] >= 2:
+        console.print(f"[dim]{message}[/dim]")
+
+
+def print_user_error(err: UserError) -> None:
+    """One paragraph: what, why, how to fix."""
+    text = f"[bold red]error:[/bold red] {escape(err.what)}"
+    if err.why:
+        text += f"\n  [bold]why:[/bold] {escape(err.why)}"
+    if err.fix:
+        text += f"\n  [bold]fix:[/bold] {escape(err.fix)}"
+    err_console.print(text, highlight=False, soft_wrap=True)

@@ -1,0 +1,57 @@
+"""``lucid fit TASK``: resolve and validate the config, then train."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from lucidyolo.cli.console import console
+
+
+def _task_help() -> str:
+    from lucidyolo.tasks.registry import task_names
+
+    return "Task to train: " + ", ".join(task_names()) + " (or an alias)."
+
+
+def fit(
+    ctx: typer.Context,
+    task: str = typer.Argument(..., help=_task_help(), show_default=False),
+    config: list[str] = typer.Option(
+        [], "--config", "-c", help="Packaged preset name (e.g. det_nano_smoke.yaml) or YAML file; repeatable."
+    ),
+    data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (COCO, YOLO or DOTA layout)."),
+    print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config as YAML and exit."),
+    resume: Path | None = typer.Option(None, "--resume", help="Run directory or checkpoint to continue exactly."),
+) -> None:
+    """Train a model; any config key can be overridden with a dotted option.
+
+    Example:
+
+    [bold]lucid fit det --data.batch_size 32 --model.variant s trainer.max_epochs=100[/bold]
+
+    Precedence: schema defaults < packaged preset < --config files < dotted overrides.
+    Without --data-root, `det` trains the nano model on the built-in synthetic shapes set.
+    """
+    from lucidyolo.config.overrides import parse_overrides
+    from lucidyolo.config.resolve import config_to_yaml, resolve_config
+    from lucidyolo.errors import NotAvailableError
+    from lucidyolo.tasks.registry import get_task
+
+    spec = get_task(task)
+    overrides = parse_overrides(list(ctx.args))
+    cfg = resolve_config(spec, config, overrides, data_root)
+    if print_config:
+        console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
+        return
+    missing = spec.missing_hooks("build_model", "build_criterion", "decode")
+    if missing:
+        raise NotAvailableError(
+            f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {', '.join(missing)}.",
+            why="this part of lucid-yolo is not built yet (see the status table in the README).",
+            fix="Nothing was run. Use `--print-config` to validate a config meanwhile.",
+        )
+    from lucidyolo.engine.fit import run_fit
+
+    run_fit(spec, cfg, resume=resume)

@@ -1,0 +1,40 @@
+"""``lucid plugins``: list task plugins (loads specs, never torch)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from lucidyolo.cli.console import console
+
+
+def plugins(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List task plugins: name, aliases, distribution, version, API version, status and any load error."""
+    from rich.table import Table
+
+    from lucidyolo.tasks.api import PLUGIN_API_VERSION
+    from lucidyolo.tasks.registry import discover
+
+    records = discover()
+    if as_json:
+        typer.echo(json.dumps({"plugin_api_version": PLUGIN_API_VERSION, "tasks": [r.as_dict() for r in records]}, indent=2))
+        return
+    table = Table(title=f"lucidyolo task plugins (plugin API {PLUGIN_API_VERSION})")
+    for col in ("task", "aliases", "distribution", "version", "API", "status", "error"):
+        table.add_column(col)
+    for r in records:
+        d = r.as_dict()
+        style = {"ok": "green", "skipped": "yellow"}.get(r.status, "red")
+        table.add_row(
+            r.name,
+            ", ".join(d["aliases"]),  # type: ignore[arg-type]
+            str(r.distribution),
+            str(r.version),
+            str(d["api_version"] or "-"),
+            f"[{style}]{r.status}[/{style}]",
+            r.error or "",
+        )
+    console.print(table)

@@ -1,0 +1,64 @@
+"""Packaged presets (shipped in the wheel) and user config files."""
+
+from __future__ import annotations
+
+import difflib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lucidyolo.errors import ConfigError
+
+
+def preset_names() -> list[str]:
+    """File names of the packaged presets, e.g. ``det_nano_smoke.yaml``."""
+    root = resources.files("lucidyolo.config").joinpath("presets")
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Config {origin} is not valid YAML: {exc}", fix="Fix the YAML syntax.") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"Config {origin} holds a {type(data).__name__}, not a mapping.",
+            fix="A config file is a mapping with the sections model, data, trainer and seed.",
+        )
+    return data
+
+
+def is_preset_name(name: str) -> bool:
+    """A bare file name (no folder part) that does not exist on disk is looked up among presets."""
+    return Path(name).name == name and not Path(name).exists()
+
+
+def load_config_source(name: str) -> tuple[dict[str, Any], bool]:
+    """Read a preset by bare name or a user file by path.
+
+    Returns:
+        the mapping and whether it came from a packaged preset.
+    """
+    if is_preset_name(name):
+        names = preset_names()
+        candidates = [name, f"{name}.yaml"]
+        for cand in candidates:
+            if cand in names:
+                text = resources.files("lucidyolo.config").joinpath("presets", cand).read_text()
+                return _read_yaml(text, f"preset {cand}"), True
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"Config {name!r} is neither a file nor a packaged preset.{hint}",
+            why=f"packaged presets are: {', '.join(names)}.",
+            fix="Give a packaged preset name or a path to a YAML file.",
+        )
+    path = Path(name)
+    if not path.is_file():
+        raise ConfigError(f"Config file {path} does not exist.", fix="Check the path passed to --config.")
+    return _read_yaml(path.read_text(), f"file {path}"), False

@@ -1,0 +1,123 @@
+"""The run configuration schema (pydantic v2).
+
+This is the only layer that knows the config. Every section forbids unknown
+keys; :mod:`lucidyolo.config.resolve` turns pydantic's errors into messages
+with a did-you-mean that names the full dotted key.
+
+Task plugins extend :class:`ModelConfig` with their own options (two-phase
+validation: ``model.task`` picks the plugin, the plugin's model validates the
+``model`` section).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Variant = Literal["n", "s", "m", "l", "x"]
+
+
+class StrictModel(BaseModel):
+    """Base of every config section: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(StrictModel):
+    """Options shared by every task. Topology is never here: ``variant`` names a scale-table row."""
+
+    task: str = Field("det", description="task name (a registered task plugin)")
+    variant: Variant = Field("n", description="row of the scale table: n, s, m, l, x")
+    num_classes: int | Literal["auto"] = Field(
+        "auto", description="'auto' reads the dataset's class list; a number must match it"
+    )
+    lr: float = Field(0.01, gt=0, description="peak learning rate at batch 64 (scaled linearly with batch)")
+    lr_reference_batch: int = Field(64, gt=0, description="batch size at which `lr` applies")
+    lrf: float = Field(0.01, gt=0, le=1, description="final lr as a fraction of the peak")
+    momentum: float = Field(0.95, ge=0, lt=1)
+    weight_decay: float = Field(5e-4, ge=0)
+    warmup_epochs: float = Field(3.0, ge=0)
+    optimizer: Literal["musgd", "sgd"] = "musgd"
+    close_mosaic: int = Field(10, ge=0, description="epochs at the end trained without mosaic")
+    ema: bool = True
+    ema_decay: float = Field(0.9999, gt=0, lt=1)
+    ema_tau: float = Field(2000.0, gt=0)
+    box_gain: float = Field(7.5, ge=0)
+    cls_gain: float = Field(0.5, ge=0)
+    l1_gain: float = Field(6.0, ge=0)
+    o2m_topk: int = Field(10, gt=0)
+    o2o_topk: int = Field(7, gt=0)
+    compile_step: bool = Field(False, description="torch.compile the objective region (CUDA + det only)")
+
+    @field_validator("num_classes")
+    @classmethod
+    def _positive_classes(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("must be a positive integer or 'auto'")
+        return v
+
+
+class DataConfig(StrictModel):
+    """Where the data is and how it is loaded."""
+
+    data_root: Path | None = Field(None, description="dataset root; None trains on the built-in synthetic set")
+    layout: Literal["coco", "yolo", "dota"] | None = None
+    img_size: int = Field(640, description="square network input side, a positive multiple of 32")
+    batch_size: int = Field(16, gt=0)
+    num_workers: int | Literal["auto"] = "auto"
+    val_num_workers: int | None = Field(None, ge=0)
+    prefetch_factor: int = Field(2, gt=0)
+    persistent_workers: bool = False
+    cache_train_images: bool = False
+    device_hsv: bool = False
+    mosaic: bool = True
+    train_split: str = "train"
+    val_split: str = "val"
+    train_images: Path | None = None
+    train_ann_file: Path | None = None
+    val_images: Path | None = None
+    val_ann_file: Path | None = None
+
+    @field_validator("img_size")
+    @classmethod
+    def _multiple_of_32(cls, v: int) -> int:
+        if v <= 0 or v % 32:
+            raise ValueError(f"must be a positive multiple of 32 (the largest stride); got {v}")
+        return v
+
+    @field_validator("num_workers")
+    @classmethod
+    def _workers(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 0:
+            raise ValueError("must be >= 0 or 'auto'")
+        return v
+
+
+class TrainerConfig(StrictModel):
+    """The subset of Lightning ``Trainer`` arguments we support."""
+
+    max_epochs: int = Field(50, gt=0)
+    devices: int | str | list[int] = "auto"
+    accelerator: str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = Field(1, gt=0)
+    precision: str = "32-true"
+    default_root_dir: Path | None = Field(None, description="defaults to ./runs/<task>")
+    deterministic: bool = True
+    gradient_clip_val: float = Field(10.0, ge=0)
+    accumulate_grad_batches: int = Field(1, gt=0)
+    limit_train_batches: int | float | None = None
+    limit_val_batches: int | float | None = None
+    check_val_every_n_epoch: int = Field(1, gt=0)
+    log_every_n_steps: int = Field(10, gt=0)
+
+
+class RunConfig(StrictModel):
+    """A whole run: ``model``, ``data``, ``trainer`` and ``seed``."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    seed: int = 0

@@ -1,0 +1,54 @@
+"""User-facing errors.
+
+Every mistake a user can make (bad config, path, dataset, device) is raised as a
+:class:`UserError` carrying three parts: *what* went wrong, *why* it matters and
+*how to fix* it. The CLI prints it as one rich paragraph and exits with code 2,
+without a traceback. Bugs are any other exception and keep their traceback.
+
+This module must stay import-light (no torch).
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """An error caused by user input; the CLI exits 2 and prints no traceback.
+
+    Args:
+        what: one sentence naming the problem (quote the offending value, key or
+            ``file:line``).
+        why: why it cannot work as given (optional).
+        fix: what the user should do instead (optional).
+    """
+
+    exit_code = 2
+
+    def __init__(self, what: str, why: str | None = None, fix: str | None = None) -> None:
+        self.what = what
+        self.why = why
+        self.fix = fix
+        super().__init__(self.render_plain())
+
+    def render_plain(self) -> str:
+        parts = [self.what]
+        if self.why:
+            parts.append(f"Why: {self.why}")
+        if self.fix:
+            parts.append(f"Fix: {self.fix}")
+        return " ".join(parts)
+
+
+class ConfigError(UserError):
+    """A configuration value, key or combination is invalid."""
+
+
+class DataError(UserError):
+    """A dataset root, file or label is missing or malformed."""
+
+
+class PluginError(UserError):
+    """A task plugin is unknown, broken, conflicting or incompatible."""
+
+
+class NotAvailableError(UserError):
+    """A command or feature that is not built yet; says so honestly and exits 2."""

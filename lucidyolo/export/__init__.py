@@ -1,0 +1,1 @@
+"""Export of the deployed graph (ONNX)."""

@@ -1,0 +1,1 @@
+"""Task plugins: the API (:mod:`lucidyolo.tasks.api`) and discovery (:mod:`lucidyolo.tasks.registry`)."""

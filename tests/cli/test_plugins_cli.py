@@ -1,0 +1,119 @@
+"""Plugin discovery through real entry points and the real console script."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.plugin_fixtures import (
+    BROKEN,
+    OLD_API,
+    SINGLE_DEVICE,
+    STEALS_ALIAS,
+    env_with,
+    write_distribution,
+)
+
+
+@pytest.fixture
+def plugin_root(tmp_path):
+    write_distribution(tmp_path, "lucid-solo", "lucid_solo", "solo", SINGLE_DEVICE)
+    write_distribution(tmp_path, "lucid-broken", "lucid_broken", "broken", BROKEN)
+    return tmp_path
+
+
+def _tasks(result) -> dict[str, dict]:
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["tasks"]
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names)), f"a task is listed twice: {names}"
+    return {r["name"]: r for r in rows}
+
+
+def test_plugins_json_lists_each_builtin_task_once_with_versions(lucid):
+    tasks = _tasks(lucid("plugins", "--json"))
+    for name in ("det", "seg", "obb", "pose"):
+        assert tasks[name]["status"] == "ok"
+        assert tasks[name]["api_version"] == 1
+        assert tasks[name]["version"]
+        assert tasks[name]["builtin"] is True
+    assert tasks["obb"]["multi_device"] is False and tasks["det"]["multi_device"] is True
+
+
+def test_single_device_plugin_refuses_two_devices(lucid, plugin_root):
+    env = env_with(plugin_root)
+    ok = lucid("fit", "solo", "--print-config", "--model.solo_gain", "2", env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert "solo_gain: 2" in ok.stdout and "devices: 1" in ok.stdout  # 'auto' resolved to one device
+    bad = lucid("fit", "solo", "--trainer.devices", "2", env=env)
+    assert bad.returncode == 2
+    assert "multi_device=False" in bad.stderr and "Traceback" not in bad.stderr
+    ddp = lucid("fit", "solo", "--trainer.strategy", "ddp", env=env)
+    assert ddp.returncode == 2 and "strategy" in ddp.stderr
+
+
+def test_broken_plugin_is_listed_with_its_error_and_breaks_nothing_else(lucid, plugin_root):
+    env = env_with(plugin_root)
+    tasks = _tasks(lucid("plugins", "--json", env=env))
+    assert tasks["broken"]["status"] == "error"
+    assert "broken on purpose" in tasks["broken"]["error"]
+    assert tasks["det"]["status"] == "ok" and tasks["solo"]["status"] == "ok"
+    assert lucid("--help", env=env).returncode == 0
+    assert lucid("fit", "det", "--print-config", env=env).returncode == 0
+    used = lucid("fit", "broken", env=env)
+    assert used.returncode == 2 and "broken on purpose" in used.stderr and "Traceback" not in used.stderr
+
+
+def test_allow_list_env_restricts_external_plugins(lucid, plugin_root):
+    none = _tasks(lucid("plugins", "--json", env=env_with(plugin_root, allow="")))
+    assert none["solo"]["status"] == "skipped" and none["broken"]["status"] == "skipped"
+    assert none["det"]["status"] == "ok"  # built-ins always load
+    only = _tasks(lucid("plugins", "--json", env=env_with(plugin_root, allow="lucid-solo")))
+    assert only["solo"]["status"] == "ok" and only["broken"]["status"] == "skipped"
+    refused = lucid("fit", "solo", "--print-config", env=env_with(plugin_root, allow="other"))
+    assert refused.returncode == 2 and "LUCIDYOLO_PLUGINS" in refused.stderr
+
+
+def test_incompatible_api_version_is_refused(lucid, tmp_path):
+    write_distribution(tmp_path, "lucid-old", "lucid_old", "oldapi", OLD_API)
+    tasks = _tasks(lucid("plugins", "--json", env=env_with(tmp_path)))
+    assert tasks["oldapi"]["status"] == "error" and "API version 999" in tasks["oldapi"]["error"]
+
+
+def test_conflicting_alias_is_reported_naming_both_plugins(lucid, tmp_path):
+    write_distribution(tmp_path, "lucid-thief", "lucid_thief", "thief", STEALS_ALIAS)
+    env = env_with(tmp_path)
+    tasks = _tasks(lucid("plugins", "--json", env=env))
+    assert tasks["thief"]["status"] == "conflict"
+    assert "lucid_thief" in tasks["thief"]["error"] and "lucidyolo.tasks.detect" in tasks["thief"]["error"]
+    used = lucid("fit", "detect", "--print-config", env=env)
+    assert used.returncode == 2 and "claimed by several plugins" in used.stderr
+
+
+def test_builtin_specs_pass_the_plugin_contract_check():
+    from lucidyolo.tasks.registry import discover
+    from lucidyolo.testing import check_task_spec
+
+    for rec in discover():
+        if rec.builtin:
+            check_task_spec(rec.spec)
+
+
+def test_contract_check_reports_violations():
+    from pydantic import ConfigDict
+
+    from lucidyolo.config.schema import ModelConfig
+    from lucidyolo.tasks.api import TaskSpec
+    from lucidyolo.testing import check_task_spec
+
+    class Lax(ModelConfig):
+        model_config = ConfigDict(extra="allow")
+
+    with pytest.raises(AssertionError) as info:
+        check_task_spec(TaskSpec(name="Bad-Name", config_model=Lax, api_version=0, build_model=3))  # type: ignore[arg-type]
+    text = str(info.value)
+    for fragment in ("api_version", "Bad-Name", "extra='forbid'", "build_model"):
+        assert fragment in text
+    with pytest.raises(AssertionError):
+        check_task_spec(object())

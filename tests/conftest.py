@@ -1,0 +1,53 @@
+"""Shared test helpers: the real console script, real data location, marker skips."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def real_data_root() -> Path | None:
+    """``../shared/data`` beside the repo, or ``LUCID_REAL_DATA``; None when absent."""
+    env = os.environ.get("LUCID_REAL_DATA")
+    root = Path(env) if env else REPO.parent / "shared" / "data"
+    return root if root.is_dir() else None
+
+
+def run_lucid(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600):
+    """Run the installed ``lucid`` console script in a subprocess, as a user would."""
+    full_env = dict(os.environ)
+    full_env.setdefault("COLUMNS", "200")
+    full_env.update(env or {})
+    return subprocess.run(
+        [str(BIN / "lucid"), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+    )
+
+
+@pytest.fixture
+def lucid():
+    return run_lucid
+
+
+def pytest_collection_modifyitems(config, items):
+    import importlib.util
+
+    has_cuda = False
+    if any("gpu" in item.keywords for item in items) and importlib.util.find_spec("torch") is not None:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    skip_gpu = pytest.mark.skip(reason="needs CUDA; none on this machine")
+    skip_data = pytest.mark.skip(reason="real data folder ../shared/data (or LUCID_REAL_DATA) is absent")
+    data = real_data_root()
+    for item in items:
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(skip_gpu)
+        if "realdata" in item.keywords and data is None:
+            item.add_marker(skip_data)
