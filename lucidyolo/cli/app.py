@@ -12,8 +12,8 @@ import sys
 import typer
 
 from lucidyolo._version import __version__
+from lucidyolo.cli import data, export, fit, gate, plugins, predict
 from lucidyolo.cli import evaluate as eval_cmd
-from lucidyolo.cli import export, fit, gate, plugins, predict
 from lucidyolo.cli.console import print_user_error, set_verbosity
 from lucidyolo.errors import UserError
 
@@ -51,6 +51,7 @@ app.command("eval")(eval_cmd.evaluate)
 app.command("predict")(predict.predict)
 app.command("export")(export.export)
 app.command("plugins")(plugins.plugins)
+app.add_typer(data.app, name="data", help="Check, generate and download datasets.")
 app.add_typer(gate.app, name="gate", help="Minutes-long wiring gates.")
 
 

@@ -1,0 +1,140 @@
+"""``lucid data``: check, synthesise and download datasets (no torch imports)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False)
+
+
+@app.command("check")
+def check(
+    data_root: Path = typer.Option(None, "--data-root", help="Dataset root (COCO container, YOLO root or DOTA root)."),
+    layout: str = typer.Option(None, "--layout", help="Force a layout: coco, coco-2017, coco-split, coco-images, coco-export, yolo, dota."),
+    task: str = typer.Option(None, "--task", help="det, seg, obb or pose (default: inferred from the files)."),
+    splits: str = typer.Option("train,val", "--splits", help="Comma-separated splits to check."),
+    as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    decode: bool = typer.Option(False, "--decode", help="Decode every image fully (slow, thorough)."),
+    train_images: Path = typer.Option(None, "--train-images"),
+    train_ann_file: Path = typer.Option(None, "--train-ann-file"),
+    val_images: Path = typer.Option(None, "--val-images"),
+    val_ann_file: Path = typer.Option(None, "--val-ann-file"),
+) -> None:
+    """Read a dataset the way training will; print counts, the class count and the first bad file:line."""
+    from lucidyolo.data.check import check_dataset
+    from lucidyolo.errors import DataError
+
+    if data_root is None and train_images is None and val_images is None:
+        raise DataError("No dataset given.", fix="Pass --data-root PATH (or --train-images/--train-ann-file).")
+    report = check_dataset(
+        data_root,
+        task=task,
+        layout=layout,
+        splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+        decode=decode,
+        train_images=train_images,
+        train_ann_file=train_ann_file,
+        val_images=val_images,
+        val_ann_file=val_ann_file,
+    )
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        _print_report(report)
+    if not report.ok:
+        raise typer.Exit(code=2)
+
+
+def _print_report(report) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out, err = Console(), Console(stderr=True)
+    table = Table(title=f"{report.data_root}  (task {report.task})")
+    for col in ("split", "layout", "images", "instances", "background", "classes", "status"):
+        table.add_column(col, justify="right" if col in ("images", "instances", "background", "classes") else "left")
+    for s in report.splits:
+        if not s.found:
+            table.add_row(s.split, "-", "-", "-", "-", "-", "[dim]not found[/dim]")
+            continue
+        status = "[green]ok[/green]" if s.error is None else "[red]error[/red]"
+        table.add_row(s.split, s.layout, str(s.images), str(s.instances), str(s.background_images), str(s.classes), status)
+    out.print(table)
+    for s in report.splits:
+        if s.found and s.instances_per_class and s.error is None:
+            top = sorted(((n, c) for n, c in s.instances_per_class.items() if c), key=lambda kv: -kv[1])
+            shown = ", ".join(f"{escape(n)} {c}" for n, c in top[:10])
+            more = f" (+{len(top) - 10} more)" if len(top) > 10 else ""
+            out.print(f"[bold]{s.split}[/bold] instances per class: {shown}{more}", highlight=False)
+        for w in s.warnings:
+            out.print(f"[yellow]warning ({s.split}):[/yellow] {escape(w)}", highlight=False)
+        if s.error:
+            err.print(f"[bold red]error ({s.split}):[/bold red] {escape(s.error)}", highlight=False, soft_wrap=True)
+    if report.error:
+        err.print(f"[bold red]error:[/bold red] {escape(report.error)}", highlight=False, soft_wrap=True)
+    if report.num_classes is not None:
+        out.print(f"Set [bold]model.num_classes = {report.num_classes}[/bold] (e.g. --model.num_classes {report.num_classes}).")
+
+
+@app.command("synth")
+def synth(
+    out: Path = typer.Option(..., "--out", help="Folder to write (must be empty or absent)."),
+    task: str = typer.Option("det", "--task", help="det, seg, obb or pose."),
+    images: int = typer.Option(64, "--images", help="Total images (train + val)."),
+    img_size: int = typer.Option(320, "--img-size", help="Square image side in pixels."),
+    seed: int = typer.Option(0, "--seed"),
+    fmt: str = typer.Option("coco", "--format", help="coco or yolo."),
+    val_fraction: float = typer.Option(0.2, "--val-fraction"),
+) -> None:
+    """Write the synthetic shapes dataset (real image files + COCO JSON or a YOLO root)."""
+    from lucidyolo.data.synth import write_synthetic
+
+    root = write_synthetic(out, task, images, img_size, seed, fmt, val_fraction=val_fraction)
+    typer.echo(f"Wrote {images} synthetic {task} images to {root} ({fmt}). Use --data-root {root}")
+
+
+@app.command("download")
+def download(
+    dataset: str = typer.Argument(..., help="Dataset name (coco)."),
+    data_root: Path = typer.Option(..., "--data-root", help="Target folder."),
+    splits: str = typer.Option("train,val", "--splits", help="Comma-separated: train, val."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check archive checksums before extracting."),
+    keep_archives: bool = typer.Option(False, "--keep-archives", help="Keep the zip files."),
+) -> None:
+    """Download and extract a dataset (resumable, verified, atomic)."""
+    from lucidyolo.errors import ConfigError
+
+    if dataset.lower() != "coco":
+        raise ConfigError(f"Unknown dataset {dataset!r} for download.", fix="Only `coco` (COCO 2017) can be downloaded.")
+    from lucidyolo.data.download import download_coco
+
+    download_coco(
+        data_root,
+        tuple(s.strip() for s in splits.split(",") if s.strip()),
+        verify=verify,
+        keep_archives=keep_archives,
+        log=typer.echo,
+    )
+    typer.echo(f"COCO 2017 is ready under {data_root}.")
+
+
+def main() -> None:
+    """Run the sub-app standalone (``python -m lucidyolo.cli.data``), exit 2 on user errors."""
+    import sys
+
+    from lucidyolo.cli.console import print_user_error
+    from lucidyolo.errors import UserError
+
+    try:
+        app()
+    except UserError as e:
+        print_user_error(e)
+        sys.exit(e.exit_code)
+
+
+if __name__ == "__main__":
+    main()

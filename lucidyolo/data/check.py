@@ -1,0 +1,218 @@
+"""``lucid data check``: read every split the way training will and report.
+
+For each split: the resolved layout, image / instance / class counts,
+background images, instances per class, and the first bad ``file:line``
+(reader errors, unreadable or truncated images, label files without an
+image). Also the ``model.num_classes`` the user must set. No torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lucidyolo.data.image_io import read_image, read_image_size
+from lucidyolo.errors import DataError
+
+_JPEG_EOI = b"\xff\xd9"
+_PNG_IEND = b"IEND"
+_TAIL_BYTES = 4096
+
+
+@dataclass
+class SplitReport:
+    """What ``check`` found for one split."""
+
+    split: str
+    found: bool
+    layout: str = ""
+    images: int = 0
+    instances: int = 0
+    background_images: int = 0
+    classes: int = 0
+    class_names: list[str] = field(default_factory=list)
+    instances_per_class: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckReport:
+    """The whole ``check`` result; ``ok`` is False when any split has an error."""
+
+    data_root: str
+    task: str
+    splits: list[SplitReport]
+    num_classes: int | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(s.error is None for s in self.splits if s.found) and any(s.found for s in self.splits)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        d["model.num_classes"] = self.num_classes
+        return d
+
+
+def image_tail_ok(path: Path) -> bool:
+    """Cheap truncation test: a JPEG must end with EOI, a PNG with IEND (last 4 KiB)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".jpg", ".jpeg", ".png"):
+        return True
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - _TAIL_BYTES))
+        tail = f.read()
+    return (_JPEG_EOI in tail) if suffix in (".jpg", ".jpeg") else (_PNG_IEND in tail)
+
+
+def infer_task(data_root: Path, layout: str | None = None) -> str:
+    """Guess the task of a root: pose if it declares keypoints, obb for DOTA or
+    9-field YOLO rows, seg for polygon rows, else det."""
+    from lucidyolo.data.layouts import coco_candidates, detect_families
+
+    try:
+        fam = detect_families(data_root, "train", "det")
+    except DataError:
+        return "det"
+    if "dota" in fam and layout in (None, "dota"):
+        return "obb"
+    if "yolo" in fam and layout in (None, "yolo"):
+        from lucidyolo.data.yolo import _list_images, label_path_for, parse_yolo_yaml
+
+        spec = parse_yolo_yaml(fam["yolo"].yaml)  # type: ignore[arg-type]
+        if spec.kpt_shape is not None:
+            return "pose"
+        try:
+            images = _list_images(spec, "train")[:50]
+        except DataError:
+            return "det"
+        for img in images:
+            lab = label_path_for(img)
+            if lab.is_file():
+                for line in lab.read_text(encoding="utf-8", errors="replace").splitlines():
+                    n = len(line.split())
+                    if n == 5:
+                        return "det"
+                    if n == 9:
+                        return "obb"
+                    if n > 5:
+                        return "seg"
+        return "det"
+    if "coco" not in fam and data_root.is_dir():
+        for _, img, ann in coco_candidates(data_root, "train", "pose"):
+            if img.is_dir() and ann.is_file():
+                return "pose"
+    return "det"
+
+
+def check_dataset(
+    data_root: Path | None,
+    task: str | None = None,
+    layout: str | None = None,
+    splits: tuple[str, ...] = ("train", "val"),
+    check_images: bool = True,
+    decode: bool = False,
+    **explicit_paths: Path | str | None,
+) -> CheckReport:
+    """Read each split and collect counts and the first problem.
+
+    Args:
+        data_root: dataset root (or ``None`` with explicit paths).
+        task: ``det|seg|obb|pose`` or alias; ``None`` = infer from the files.
+        layout: force a layout.
+        splits: splits to look at; a split that does not exist is reported
+            as not found (an error only if no split exists).
+        check_images: open every image header and test for truncation.
+        decode: fully decode every image (slow, thorough).
+        **explicit_paths: ``train_images`` ... overrides.
+
+    Returns:
+        The report; never raises :class:`DataError` for problems in the data.
+    """
+    from lucidyolo.data.layouts import check_same_categories, read_split
+    from lucidyolo.data.source import canonical_task
+    from lucidyolo.data.yolo import orphan_labels
+
+    root = None if data_root is None else Path(data_root)
+    if root is not None and not root.exists():
+        raise DataError(f"Dataset root {root} does not exist.", fix="Check the --data-root path.")
+    task = canonical_task(task) if task else (infer_task(root, layout) if root is not None else "det")
+    explicit = {k: v for k, v in explicit_paths.items() if v is not None}
+    reports: list[SplitReport] = []
+    sources = {}
+    for split in splits:
+        rep = SplitReport(split=split, found=True)
+        reports.append(rep)
+        has_explicit = f"{split}_images" in explicit or f"{split}_ann_file" in explicit
+        if not has_explicit and root is not None:
+            from lucidyolo.data.layouts import detect_families
+
+            try:
+                fams = detect_families(root, split, task)
+            except DataError as exc:
+                rep.error = str(exc)
+                continue
+            if not fams and split != "train":
+                rep.found = False
+                continue
+        try:
+            src = read_split(root, split, task, layout=layout, explicit_paths=explicit)
+        except DataError as exc:
+            rep.error = str(exc)
+            continue
+        sources[split] = src
+        rep.layout = src.layout
+        rep.images = len(src)
+        rep.instances = src.num_instances
+        rep.background_images = int((src.instances_per_image() == 0).sum())
+        rep.classes = src.num_classes
+        rep.class_names = list(src.class_names)
+        counts = src.instance_counts()
+        rep.instances_per_class = {n: int(c) for n, c in zip(src.class_names, counts, strict=True)}
+        if src.num_instances == 0:
+            rep.warnings.append("the split has no instances at all (every image is background).")
+        if src.layout == "yolo" and root is not None:
+            from lucidyolo.data.layouts import resolve
+
+            yaml_path = resolve(root, split, task, layout).yaml
+            assert yaml_path is not None
+            orphans = orphan_labels(yaml_path, split)
+            if orphans:
+                rep.error = f"{orphans[0]}:1: label file has no image beside it ({len(orphans)} such files)."
+                continue
+        if check_images:
+            rep.error = _first_bad_image(src, decode)
+    found = {s: src for s, src in sources.items()}
+    err = None
+    if len(found) >= 2:
+        names = list(found)
+        for s in names[1:]:
+            try:
+                check_same_categories(found[names[0]], found[s])
+            except DataError as exc:
+                err = str(exc)
+    if not any(r.found for r in reports):
+        err = err or f"No split of {root} was found."
+    num_classes = next((src.num_classes for src in found.values()), None)
+    return CheckReport(str(root) if root is not None else "", task, reports, num_classes, err)
+
+
+def _first_bad_image(src, decode: bool) -> str | None:
+    for i in range(len(src)):
+        p = src.image_path(i)
+        try:
+            h, w = read_image_size(p)
+            if (h, w) != src.image_hw(i):
+                return f"{p}: file is {h}x{w} but the annotations say {src.image_hw(i)[0]}x{src.image_hw(i)[1]} (HxW)."
+            if not image_tail_ok(p):
+                return f"{p}: image file is truncated (no end-of-image marker)."
+            if decode:
+                read_image(p)
+        except DataError as exc:
+            return str(exc)
+    return None

@@ -1,0 +1,232 @@
+"""Which files make up a split: resolve a ``--data-root`` to a reader.
+
+Conventions, probed in this order for the COCO container (the image folder
+and the annotation file must both exist):
+
+1. ``coco-2017``:   ``{split}2017/`` + ``annotations/{prefix}_{split}2017.json``
+2. ``coco-split``:  ``{split}/`` + ``annotations/{prefix}_{split}.json`` (DOTA tiler output)
+3. ``coco-images``: ``images/{split}/`` + ``annotations/{prefix}_{split}.json``
+4. ``coco-export``: ``{split}/_annotations.coco.json`` beside the images
+
+``prefix`` is ``instances`` (det/seg/obb) or ``person_keypoints`` (pose).
+Then ``yolo`` (a ``data.yaml`` or ``*.yaml`` at the root, or the root is the
+yaml file) and ``dota`` (``{split}/images`` + ``{split}/labelTxt``). A root
+matching more than one of COCO / YOLO / DOTA is refused unless ``layout``
+names one; a root matching none gets the list of what was looked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lucidyolo.data.source import ImageSource
+from lucidyolo.errors import DataError
+
+COCO_LAYOUTS = ("coco-2017", "coco-split", "coco-images", "coco-export")
+LAYOUTS = (*COCO_LAYOUTS, "coco", "yolo", "dota")
+EXPLICIT_KEYS = ("train_images", "train_ann_file", "val_images", "val_ann_file")
+
+
+@dataclass
+class Resolved:
+    """A resolved split: which reader and which files."""
+
+    layout: str
+    images: Path | None = None
+    ann_file: Path | None = None
+    yaml: Path | None = None
+    split_dir: Path | None = None
+    looked_for: list[str] = field(default_factory=list)
+
+
+def ann_prefix(task: str) -> str:
+    """Annotation file prefix of a task (pose reads person_keypoints by convention)."""
+    return "person_keypoints" if task == "pose" else "instances"
+
+
+def coco_candidates(root: Path, split: str, task: str) -> list[tuple[str, Path, Path]]:
+    """``(layout, images_dir, ann_file)`` of the four COCO conventions, in probe order."""
+    pre = ann_prefix(task)
+    return [
+        ("coco-2017", root / f"{split}2017", root / "annotations" / f"{pre}_{split}2017.json"),
+        ("coco-split", root / split, root / "annotations" / f"{pre}_{split}.json"),
+        ("coco-images", root / "images" / split, root / "annotations" / f"{pre}_{split}.json"),
+        ("coco-export", root / split, root / split / "_annotations.coco.json"),
+    ]
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def detect_families(root: Path, split: str, task: str) -> dict[str, Resolved]:
+    """Every convention family (``coco``, ``yolo``, ``dota``) the root matches for a split."""
+    from lucidyolo.data.yolo import find_yolo_yaml
+
+    found: dict[str, Resolved] = {}
+    if root.is_dir():
+        for name, img, ann in coco_candidates(root, split, task):
+            if img.is_dir() and ann.is_file():
+                found["coco"] = Resolved(name, images=img, ann_file=ann)
+                break
+        sd = root / split
+        if (sd / "images").is_dir() and (sd / "labelTxt").is_dir():
+            found["dota"] = Resolved("dota", split_dir=sd)
+        elif split == "train" and (root / "images").is_dir() and (root / "labelTxt").is_dir():
+            # A bare DOTA folder (the devkit examples, one unsplit download) is
+            # its train split only, so it can never leak into validation.
+            found["dota"] = Resolved("dota", split_dir=root)
+    yamls = find_yolo_yaml(root)
+    if yamls:
+        if len(yamls) > 1:
+            raise DataError(
+                f"{root} holds several dataset yaml files: {', '.join(p.name for p in yamls)}.",
+                why="it is not clear which one describes the dataset.",
+                fix="Rename the right one to data.yaml, or pass the yaml file itself as --data-root.",
+            )
+        found["yolo"] = Resolved("yolo", yaml=yamls[0])
+    return found
+
+
+def looked_for(root: Path, split: str, task: str) -> list[str]:
+    """Human-readable list of every path pattern probed for a split."""
+    out = [f"{_rel(i, root)}/ + {_rel(a, root)}" for _, i, a in coco_candidates(root, split, task)]
+    out.append("data.yaml or *.yaml (YOLO root)")
+    out.append(f"{split}/images/ + {split}/labelTxt/ (DOTA)" + (" or images/ + labelTxt/" if split == "train" else ""))
+    return out
+
+
+def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Resolved:
+    """Pick the convention of ``root`` for ``split``.
+
+    Raises:
+        DataError: the root does not exist, matches several families (and
+            ``layout`` is not given) or none (lists what was looked for).
+    """
+    if layout is not None and layout not in LAYOUTS:
+        raise DataError(f"Unknown layout {layout!r}.", fix=f"Use one of {', '.join(LAYOUTS)}.")
+    if not root.exists():
+        raise DataError(f"Dataset root {root} does not exist.", fix="Check the --data-root path.")
+    if layout in COCO_LAYOUTS:
+        for name, img, ann in coco_candidates(root, split, task):
+            if name == layout:
+                if not (img.is_dir() and ann.is_file()):
+                    raise DataError(
+                        f"Layout {layout} needs {_rel(img, root)}/ and {_rel(ann, root)} under {root}; "
+                        f"{'the folder' if not img.is_dir() else 'the annotation file'} is missing.",
+                        fix="Pick the layout that matches the files, or omit --data.layout to detect it.",
+                    )
+                return Resolved(name, images=img, ann_file=ann)
+    families = detect_families(root, split, task)
+    if layout is not None:
+        fam = "coco" if layout in ("coco", *COCO_LAYOUTS) else layout
+        if fam not in families:
+            raise DataError(
+                f"{root} does not look like a {layout} dataset for split {split!r}.",
+                why="looked for: " + "; ".join(looked_for(root, split, task)),
+                fix="Pick the layout that matches the files, or omit the layout to detect it.",
+            )
+        return families[fam]
+    if len(families) > 1:
+        raise DataError(
+            f"{root} matches several dataset conventions for split {split!r}: {', '.join(sorted(families))}.",
+            why="reading the wrong one would silently train on different labels.",
+            fix=f"Name one with --data.layout ({' or '.join(sorted(families))}).",
+        )
+    if not families:
+        raise DataError(
+            f"{root} matches no dataset convention for split {split!r} (task {task}).",
+            why="looked for: " + "; ".join(looked_for(root, split, task)),
+            fix="Arrange the files in one of these layouts or pass explicit train_images/train_ann_file paths.",
+        )
+    return next(iter(families.values()))
+
+
+def read_split(
+    data_root: Path | None,
+    split: str,
+    task: str,
+    *,
+    layout: str | None = None,
+    explicit_paths: dict[str, Path | str] | None = None,
+) -> ImageSource:
+    """Resolve and read one split (see :func:`lucidyolo.data.source.open_source`)."""
+    explicit = dict(explicit_paths or {})
+    unknown = set(explicit) - set(EXPLICIT_KEYS)
+    if unknown:
+        raise DataError(f"Unknown explicit path keys {sorted(unknown)}.", fix=f"Use {', '.join(EXPLICIT_KEYS)}.")
+    img_key, ann_key = f"{split}_images", f"{split}_ann_file"
+    if img_key in explicit or ann_key in explicit:
+        if img_key not in explicit or ann_key not in explicit:
+            missing = ann_key if img_key in explicit else img_key
+            raise DataError(f"{img_key} and {ann_key} must be given together; {missing} is missing.")
+        img, ann = Path(explicit[img_key]), Path(explicit[ann_key])
+        if not img.is_dir():
+            raise DataError(f"{img_key} {img} is not a folder.")
+        from lucidyolo.data.coco import read_coco
+
+        return read_coco(img, ann, task, name=f"{ann} [{split}]", layout="coco-explicit")
+    if data_root is None:
+        raise DataError(
+            f"No dataset for split {split!r}: neither a data root nor {img_key}/{ann_key} was given.",
+            fix="Pass --data-root, or omit it to use the built-in synthetic set.",
+        )
+    r = resolve(data_root, split, task, layout)
+    name = f"{data_root} [{split}]"
+    if r.layout == "yolo":
+        from lucidyolo.data.yolo import read_yolo
+
+        assert r.yaml is not None
+        return read_yolo(r.yaml, split, task, name=name)
+    if r.layout == "dota":
+        from lucidyolo.data.dota import read_dota
+
+        assert r.split_dir is not None
+        return read_dota(r.split_dir, task, name=name)
+    from lucidyolo.data.coco import read_coco
+
+    assert r.images is not None and r.ann_file is not None
+    return read_coco(r.images, r.ann_file, task, name=name, layout=r.layout)
+
+
+def check_same_categories(train: ImageSource, val: ImageSource) -> None:
+    """Refuse train/val splits that declare different categories.
+
+    Raises:
+        DataError: names or category ids differ (labels would mean different
+            classes in training and evaluation).
+    """
+    if train.category_ids != val.category_ids or train.class_names != val.class_names:
+        a = list(zip(train.category_ids, train.class_names, strict=True))
+        b = list(zip(val.category_ids, val.class_names, strict=True))
+        diff = sorted(set(a) ^ set(b))[:5]
+        raise DataError(
+            f"The train split ({train.name}) and val split ({val.name}) declare different categories "
+            f"({len(a)} vs {len(b)}; first differences: {diff}).",
+            why="a contiguous label would mean one class in training and another in evaluation.",
+            fix="Use annotation files with the same 'categories' list (or the same yaml names).",
+        )
+
+
+def open_splits(
+    data_root: Path | str | None,
+    task: str,
+    splits: tuple[str, ...] = ("train", "val"),
+    layout: str | None = None,
+    **explicit_paths: Path | str | None,
+) -> dict[str, ImageSource]:
+    """Read several splits of one dataset and check they share categories."""
+    from lucidyolo.data.source import canonical_task
+
+    task = canonical_task(task)
+    root = None if data_root is None else Path(data_root)
+    exp = {k: v for k, v in explicit_paths.items() if v is not None}
+    out = {s: read_split(root, s, task, layout=layout, explicit_paths=exp) for s in splits}
+    first = out[splits[0]]
+    for s in splits[1:]:
+        check_same_categories(first, out[s])
+    return out

@@ -1,0 +1,376 @@
+"""YOLO-format root reader: a ``data.yaml`` plus ``images/`` and ``labels/`` text files.
+
+Row formats (all coordinates normalised to ``[0, 1]``):
+
+- det: ``c cx cy w h`` (a polygon row is accepted too; its enclosing box is used);
+- seg: ``c x1 y1 x2 y2 ...`` (>= 3 points);
+- obb: ``c x1 y1 x2 y2 x3 y3 x4 y4``;
+- pose: ``c cx cy w h`` + K x ``(x, y[, v])`` with ``kpt_shape: [K, 2|3]``.
+
+Labels sit beside images with ``images`` replaced by ``labels`` in the path. A
+missing or empty label file is a background image. Coordinates slightly
+outside ``[0, 1]`` (objects cut by a tile edge) are clipped, not rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lucidyolo.data.image_io import IMAGE_SUFFIXES, read_image_size
+from lucidyolo.data.source import ImageSource, SourceBuilder
+from lucidyolo.errors import DataError
+from lucidyolo.structures.geometry import corners_to_rbox, corners_to_xyxy
+from lucidyolo.structures.targets import Polygons, Targets
+
+# Normalised coordinates beyond this are not "slightly outside": they are
+# almost certainly pixel coordinates written into a YOLO file.
+_MAX_ABS_NORMALISED = 2.0
+
+
+@dataclass
+class YoloSpec:
+    """The parsed, validated content of a YOLO ``data.yaml``."""
+
+    yaml_path: Path
+    root: Path
+    splits: dict[str, list[str]]
+    class_names: list[str]
+    kpt_shape: tuple[int, int] | None
+    flip_idx: list[int] | None
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise DataError(f"Dataset yaml {path} does not exist.") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise DataError(f"{loc}: not valid YAML ({getattr(exc, 'problem', exc)}).", fix="Fix the yaml syntax.") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path} is not a YOLO dataset yaml (expected a mapping with train/val/names).")
+    return data
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
+    """Validate a YOLO dataset yaml.
+
+    ``path`` (optional) is taken relative to the yaml's folder; ``train`` /
+    ``val`` / ``test`` entries are relative to it and must stay inside it.
+
+    Raises:
+        DataError: missing ``names``, a path that escapes the root, a bad
+            ``kpt_shape`` or ``flip_idx``.
+    """
+    data = _load_yaml(yaml_path)
+    base = yaml_path.parent
+    root = base
+    p = data.get("path")
+    if p not in (None, ""):
+        cand = (base / str(p)) if not Path(str(p)).is_absolute() else Path(str(p))
+        if cand.is_dir() and _inside(cand, base):
+            root = cand
+        # A `path` pointing elsewhere (common in yaml files copied from other
+        # machines) is ignored: the folder the user named is the root.
+    names_raw = data.get("names")
+    if isinstance(names_raw, dict):
+        try:
+            keys = sorted(int(k) for k in names_raw)
+        except (TypeError, ValueError):
+            raise DataError(f"{yaml_path}: 'names' keys must be integers 0..K-1.") from None
+        if keys != list(range(len(keys))):
+            raise DataError(f"{yaml_path}: 'names' keys {keys} are not 0..{len(keys) - 1}.", fix="Number classes contiguously from 0.")
+        class_names = [str(names_raw[k] if k in names_raw else names_raw[str(k)]) for k in keys]
+    elif isinstance(names_raw, list):
+        class_names = [str(n) for n in names_raw]
+    else:
+        raise DataError(f"{yaml_path}: 'names' is missing or not a list/mapping.", fix="Add `names: [class0, class1, ...]`.")
+    if not class_names:
+        raise DataError(f"{yaml_path}: 'names' is empty.", fix="List at least one class.")
+    if "nc" in data and data["nc"] is not None and int(data["nc"]) != len(class_names):
+        raise DataError(f"{yaml_path}: nc={data['nc']} but 'names' has {len(class_names)} entries.", fix="Make nc match names (or drop nc).")
+
+    splits: dict[str, list[str]] = {}
+    for split in ("train", "val", "test"):
+        v = data.get(split)
+        if v in (None, ""):
+            continue
+        entries = [str(e) for e in (v if isinstance(v, list) else [v])]
+        for e in entries:
+            full = root / e
+            if Path(e).is_absolute() or not _inside(full, root):
+                raise DataError(
+                    f"{yaml_path}: {split} path {e!r} escapes the dataset root {root}.",
+                    why="a dataset yaml may only point inside its own folder.",
+                    fix="Move the data under the root or use a path relative to it.",
+                )
+        splits[split] = entries
+
+    kpt_shape = None
+    flip_idx = None
+    if "kpt_shape" in data and data["kpt_shape"] is not None:
+        ks = data["kpt_shape"]
+        if not (isinstance(ks, list) and len(ks) == 2 and int(ks[0]) > 0 and int(ks[1]) in (2, 3)):
+            raise DataError(f"{yaml_path}: kpt_shape {ks!r} must be [K, 2] or [K, 3].")
+        kpt_shape = (int(ks[0]), int(ks[1]))
+        fi = data.get("flip_idx")
+        if fi is not None:
+            fi = [int(i) for i in fi]
+            if sorted(fi) != list(range(kpt_shape[0])):
+                raise DataError(f"{yaml_path}: flip_idx {fi} is not a permutation of 0..{kpt_shape[0] - 1}.")
+            if any(fi[fi[i]] != i for i in range(len(fi))):
+                raise DataError(f"{yaml_path}: flip_idx {fi} is not its own inverse (left<->right pairs).")
+            flip_idx = fi
+    return YoloSpec(yaml_path, root, splits, class_names, kpt_shape, flip_idx)
+
+
+def find_yolo_yaml(root: Path) -> list[Path]:
+    """Candidate dataset yaml files of a root: ``data.yaml`` first, else every ``*.yaml``."""
+    if root.is_file() and root.suffix in (".yaml", ".yml"):
+        return [root]
+    if not root.is_dir():
+        return []
+    for n in ("data.yaml", "data.yml"):
+        if (root / n).is_file():
+            return [root / n]
+    return sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def _list_images(spec: YoloSpec, split: str) -> list[Path]:
+    entries = spec.splits.get(split)
+    if not entries:
+        raise DataError(f"{spec.yaml_path} has no {split!r} entry.", fix=f"Add `{split}: images/{split}` to the yaml.")
+    out: list[Path] = []
+    for e in entries:
+        p = spec.root / e
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_SUFFIXES and q.is_file()))
+        elif p.is_file() and p.suffix == ".txt":
+            for ln, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                q = spec.root / line if not Path(line).is_absolute() else Path(line)
+                if not q.exists() and (p.parent / line).exists():
+                    q = p.parent / line
+                if not _inside(q, spec.root):
+                    raise DataError(f"{p}:{ln}: image path {line!r} escapes the dataset root {spec.root}.")
+                if not q.is_file():
+                    raise DataError(f"{p}:{ln}: image {q} does not exist.", fix="Remove the line or restore the image.")
+                out.append(q)
+        else:
+            raise DataError(
+                f"{spec.yaml_path}: {split} entry {e!r} resolves to {p}, which is neither a folder nor a .txt list.",
+                fix="Point it at an image folder or a .txt file listing images.",
+            )
+    return out
+
+
+def label_path_for(image: Path) -> Path:
+    """``.../images/x/a.jpg`` -> ``.../labels/x/a.txt`` (last ``images`` component)."""
+    parts = list(image.parts)
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "images":
+            parts[i] = "labels"
+            return Path(*parts).with_suffix(".txt")
+    return image.with_suffix(".txt")
+
+
+def _parse_float(tok: str, where: str) -> float:
+    try:
+        v = float(tok)
+    except ValueError:
+        raise DataError(f"{where}: {tok!r} is not a number.", fix="Fix or remove the row.") from None
+    if not math.isfinite(v):
+        raise DataError(f"{where}: value {tok!r} is NaN or infinite.", fix="Fix or remove the row.")
+    return v
+
+
+def _parse_rows(path: Path, task: str, nc: int, kpt_shape: tuple[int, int] | None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
+    """Parse one label file into (classes, per-row float arrays, locations)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return np.zeros(0, np.int64), [], []
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: label file is not UTF-8 text.", fix="Replace it with a YOLO text label file.") from None
+    classes: list[int] = []
+    rows: list[np.ndarray] = []
+    locs: list[str] = []
+    for ln, line in enumerate(text.splitlines(), 1):
+        toks = line.split()
+        if not toks:
+            continue
+        where = f"{path}:{ln}"
+        n = len(toks)
+        if task == "det":
+            ok = n == 5 or (n >= 7 and (n - 1) % 2 == 0)
+            need = "5 fields (c cx cy w h) or a polygon row"
+        elif task == "seg":
+            ok = n >= 7 and (n - 1) % 2 == 0
+            need = "1 + 2k fields with k >= 3 (c x1 y1 ... xk yk)"
+        elif task == "obb":
+            ok = n == 9
+            need = "9 fields (c x1 y1 x2 y2 x3 y3 x4 y4)"
+        else:
+            assert kpt_shape is not None
+            need_n = 5 + kpt_shape[0] * kpt_shape[1]
+            ok = n == need_n
+            need = f"{need_n} fields (c cx cy w h + {kpt_shape[0]} x {kpt_shape[1]})"
+        if not ok:
+            raise DataError(f"{where}: row has {n} fields; {task} needs {need}.", fix="Fix the row or pick the matching --task.")
+        c = _parse_float(toks[0], where)
+        if c != int(c) or not 0 <= int(c) < nc:
+            raise DataError(
+                f"{where}: class id {toks[0]} is out of range 0..{nc - 1}.",
+                why=f"the yaml declares {nc} names.",
+                fix="Fix the label or add the class to `names`.",
+            )
+        vals = np.array([_parse_float(t, where) for t in toks[1:]], dtype=np.float64)
+        if np.abs(vals).max(initial=0.0) > _MAX_ABS_NORMALISED:
+            raise DataError(
+                f"{where}: coordinate {vals[np.argmax(np.abs(vals))]:g} is far outside [0, 1].",
+                why="YOLO rows are normalised by the image size; this looks like pixels.",
+                fix="Divide x by the image width and y by its height.",
+            )
+        if (task == "pose" or (task == "det" and n == 5)) and (vals[2] < 0 or vals[3] < 0):
+            raise DataError(f"{where}: negative box size w={vals[2]:g} h={vals[3]:g}.", fix="Fix or remove the row.")
+        classes.append(int(c))
+        rows.append(vals)
+        locs.append(where)
+    return np.asarray(classes, np.int64), rows, locs
+
+
+def _cxcywh_corners(r: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Two opposite corners of a normalised ``cx cy w h`` row, in pixels."""
+    c, half = r[:2] * scale, r[2:4] * scale / 2
+    return np.stack([c - half, c + half])
+
+
+def _targets_from_rows(
+    classes: np.ndarray,
+    rows: list[np.ndarray],
+    task: str,
+    h: int,
+    w: int,
+    kpt_shape: tuple[int, int] | None,
+) -> Targets:
+    n = len(rows)
+    k = kpt_shape[0] if kpt_shape else None
+    if n == 0:
+        return Targets.empty_for_task(task, k)
+    scale = np.array([w, h], np.float64)
+    polys = rboxes = kps = vis = None
+    keep = np.ones(n, bool)
+    if task == "pose" or (task == "det" and all(r.size == 4 for r in rows)):
+        b = np.stack([r[:4] for r in rows])
+        cxcy, wh = b[:, :2] * scale, b[:, 2:4] * scale
+        boxes = np.concatenate([cxcy - wh / 2, cxcy + wh / 2], 1)
+    elif task == "obb":
+        c = np.stack(rows).reshape(n, 4, 2) * scale
+        c = np.clip(c, 0, scale)  # tile-cut corners: clip, do not reject
+        rboxes = corners_to_rbox(c)
+        boxes = corners_to_xyxy(c)
+    else:  # polygon rows (seg; det accepts them and keeps the enclosing box)
+        rings = [
+            np.clip(r.reshape(-1, 2) * scale, 0, scale) if r.size != 4 else _cxcywh_corners(r, scale)
+            for r in rows
+        ]
+        boxes = np.stack([np.concatenate([q.min(0), q.max(0)]) for q in rings])
+        if task == "seg":
+            polys = Polygons.from_rings(rings, list(range(n)))
+    boxes = np.clip(boxes, 0, np.tile(scale, 2))
+    keep &= (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    if task == "pose":
+        assert kpt_shape is not None
+        kd = np.stack([r[4:] for r in rows]).reshape(n, kpt_shape[0], kpt_shape[1])
+        kps = kd[..., :2] * scale
+        if kpt_shape[1] == 3:
+            vis = kd[..., 2]
+        else:  # no visibility column: a labelled (non-zero) point counts as visible
+            vis = np.where(np.any(kd[..., :2] != 0, axis=-1), 2.0, 0.0)
+    t = Targets(
+        boxes=boxes,
+        labels=classes,
+        difficult=np.zeros(n, bool),
+        polygons=polys,
+        rboxes=rboxes,
+        keypoints=kps,
+        visibility=vis,
+    )
+    return t if keep.all() else t.filter(keep)
+
+
+def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> ImageSource:
+    """Read one split of a YOLO root.
+
+    Args:
+        yaml_path: the dataset yaml.
+        split: ``train | val | test``.
+        task: ``det | seg | obb | pose``.
+        name: description for messages.
+
+    Returns:
+        The split; image ids are indices in sorted path order; category ids
+        are ``0..C-1``.
+
+    Raises:
+        DataError: bad yaml, unreadable image, malformed row (``file:line``),
+            or no images at all.
+    """
+    spec = parse_yolo_yaml(yaml_path)
+    if task == "pose" and spec.kpt_shape is None:
+        raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for pose.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
+    images = _list_images(spec, split)
+    if not images:
+        raise DataError(
+            f"{yaml_path}: the {split} split contains no images.",
+            why="an empty split cannot be trained or evaluated.",
+            fix=f"Check the {split!r} entry; images need one of {', '.join(IMAGE_SUFFIXES)}.",
+        )
+    nc = len(spec.class_names)
+    kpt_shape = spec.kpt_shape if task == "pose" else None
+    builder = SourceBuilder(task, num_keypoints=kpt_shape[0] if kpt_shape else None)
+    for i, img in enumerate(images):
+        h, w = read_image_size(img)
+        classes, rows, _ = _parse_rows(label_path_for(img), task, nc, kpt_shape)
+        rel = img.resolve().relative_to(spec.root.resolve()).as_posix()
+        builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, task, h, w, kpt_shape))
+    return builder.build(
+        root=spec.root.resolve(),
+        class_names=spec.class_names,
+        category_ids=list(range(nc)),
+        flip_idx=spec.flip_idx if task == "pose" else None,
+        name=name or f"{yaml_path} [{split}]",
+        layout="yolo",
+    )
+
+
+def orphan_labels(yaml_path: Path, split: str) -> list[Path]:
+    """Label files of a split that have no image beside them (reported by check)."""
+    spec = parse_yolo_yaml(yaml_path)
+    images = _list_images(spec, split)
+    expected = {label_path_for(p).resolve() for p in images}
+    dirs = {label_path_for(p).parent for p in images}
+    found: list[Path] = []
+    for d in sorted(dirs):
+        if d.is_dir():
+            found.extend(q for q in sorted(d.glob("*.txt")) if q.resolve() not in expected)
+    return found

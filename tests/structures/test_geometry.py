@@ -1,0 +1,105 @@
+"""Rotated boxes, corner fits and rasterisation."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lucidyolo.structures.geometry import (
+    canonicalize_rboxes,
+    corners_to_rbox,
+    hflip_rboxes,
+    min_area_rboxes_of_polygons,
+    polygon_areas,
+    polygons_to_masks,
+    polygons_to_xyxy,
+    rbox_to_corners,
+    rboxes_to_xyxy,
+)
+from lucidyolo.structures.targets import Polygons
+
+_rbox = st.tuples(
+    st.floats(0, 500), st.floats(0, 500), st.floats(2, 200), st.floats(2, 200), st.floats(-10, 10)
+)
+
+
+def _same_box(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same set of corners (order-free), within 1e-2 px."""
+    ca, cb = rbox_to_corners(a[None])[0], rbox_to_corners(b[None])[0]
+    d = np.linalg.norm(ca[:, None] - cb[None], axis=-1)
+    return bool(d.min(1).max() < 1e-2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rbox)
+def test_canonical_form_is_long_edge_in_range_and_the_same_box(rb):
+    rb = np.array(rb, np.float64)
+    c = canonicalize_rboxes(rb[None])[0]
+    assert c[2] >= c[3]
+    assert -np.pi / 4 <= c[4] < 3 * np.pi / 4
+    assert _same_box(rb, c.astype(np.float64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rbox)
+def test_corner_fit_recovers_the_rotated_box(rb):
+    rb = canonicalize_rboxes(np.array([rb]))
+    fit = corners_to_rbox(rbox_to_corners(rb))
+    assert np.allclose(fit[0, :4], rb[0, :4], atol=1e-2)
+    assert _same_box(rb[0], fit[0])
+
+
+def test_corner_fit_of_a_skewed_quad_encloses_it_with_minimal_area():
+    quad = np.array([[[0, 0], [10, 1], [11, 6], [0, 5]]], np.float64)
+    rb = corners_to_rbox(quad)[0]
+    # Every quad point lies inside the fitted rectangle (small tolerance).
+    c, s = np.cos(rb[4]), np.sin(rb[4])
+    local = (quad[0] - rb[:2]) @ np.array([[c, -s], [s, c]])
+    assert np.all(np.abs(local[:, 0]) <= rb[2] / 2 + 1e-3)
+    assert np.all(np.abs(local[:, 1]) <= rb[3] / 2 + 1e-3)
+    assert rb[2] * rb[3] <= 11 * 6  # no worse than the axis-aligned box
+
+
+def test_hflip_mirrors_and_stays_canonical():
+    rb = canonicalize_rboxes(np.array([[30.0, 40.0, 50.0, 10.0, 0.3], [30.0, 40.0, 50.0, 10.0, -0.7]]))
+    f = hflip_rboxes(rb, width=100)
+    assert np.all((f[:, 4] >= -np.pi / 4) & (f[:, 4] < 3 * np.pi / 4))
+    expect = rbox_to_corners(rb).copy()
+    expect[..., 0] = 99 - expect[..., 0]
+    for i in range(2):
+        got = rbox_to_corners(f[i : i + 1])[0]
+        d = np.linalg.norm(got[:, None] - expect[i][None], axis=-1)
+        assert d.min(1).max() < 1e-3
+
+
+def test_rboxes_to_xyxy_of_axis_aligned_box():
+    xyxy = rboxes_to_xyxy(np.array([[50.0, 20.0, 40.0, 10.0, 0.0]]))
+    assert np.allclose(xyxy, [[30, 15, 70, 25]])
+
+
+def test_mask_area_matches_polygon_area_and_rings_union_per_owner():
+    sq = np.array([[10, 10], [30, 10], [30, 30], [10, 30]], np.float64)
+    tri = np.array([[40, 40], [60, 40], [40, 60]], np.float64)
+    polys = Polygons.from_rings([sq, tri, sq + 5], [1, 1, 0])
+    masks = polygons_to_masks(polys, 3, 64, 64)
+    assert masks.shape == (3, 64, 64) and masks.dtype == np.uint8
+    assert abs(int(masks[1].sum()) - (400 + 200)) <= 0.1 * 600
+    assert abs(int(masks[0].sum()) - 400) <= 0.1 * 400
+    assert masks[2].sum() == 0  # instance without rings
+    assert np.allclose(polygon_areas(polys), [400, 200, 400])
+
+
+def test_polygons_to_xyxy_spans_all_rings_of_an_instance():
+    polys = Polygons.from_rings([np.array([[0, 0], [5, 0], [5, 5]]), np.array([[10, 10], [12, 10], [12, 20]])], [0, 0])
+    assert polygons_to_xyxy(polys, 2).tolist() == [[0, 0, 12, 20], [0, 0, 0, 0]]
+
+
+def test_min_area_rboxes_handles_four_and_many_point_instances():
+    rb = canonicalize_rboxes(np.array([[50.0, 50.0, 40.0, 10.0, 0.5]]))
+    corners = rbox_to_corners(rb)[0]
+    octagon_ring = np.concatenate([corners, (corners + np.roll(corners, -1, 0)) / 2])  # 8 points, same rectangle
+    polys = Polygons.from_rings([corners, octagon_ring], [0, 1])
+    out = min_area_rboxes_of_polygons(polys, 2)
+    assert np.allclose(out[0, :4], rb[0, :4], atol=1e-2)
+    assert np.allclose(out[1, :4], rb[0, :4], atol=1e-2)
