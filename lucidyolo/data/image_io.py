@@ -56,3 +56,28 @@ def read_image_size(path: str | Path) -> tuple[int, int]:
             f"Image file {path} is not a readable image ({exc}).",
             fix="Remove or replace the file; `lucid data check` lists every bad file.",
         ) from exc
+
+
+def read_image_fast(path: str | Path) -> np.ndarray:
+    """Decode an image file to RGB, using libjpeg-turbo through torchvision for JPEG.
+
+    Same contract as :func:`read_image` (``(H, W, 3)`` uint8 RGB, no EXIF
+    rotation, :class:`DataError` for bad files). torchvision's
+    ``decode_jpeg`` measured ~10-30% faster than Pillow on COCO JPEGs on one
+    thread; other formats go through :func:`read_image`.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".jpg", ".jpeg"):
+        return read_image(path)
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+        chw = decode_jpeg(torch.from_numpy(data), mode=ImageReadMode.RGB)
+    except FileNotFoundError as exc:
+        raise DataError(f"Image file {path} does not exist.", fix="Check the dataset root and its split paths.") from exc
+    except (RuntimeError, ValueError):
+        # Unusual JPEG flavours libjpeg-turbo refuses here; Pillow reports real corruption.
+        return read_image(path)
+    return chw.permute(1, 2, 0).numpy()

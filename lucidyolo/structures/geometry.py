@@ -214,7 +214,8 @@ def corners_to_polygons(corners: np.ndarray) -> Polygons:
 def hflip_rboxes(rboxes: np.ndarray, width: float) -> np.ndarray:
     """Mirror rotated boxes about the vertical centre line and re-canonicalise.
 
-    ``x' = (width - 1) - x`` (the data spec's flip). Mirroring negates the
+    ``x' = width - x``: the data spec's ``(W - 1) - x`` written for continuous
+    coordinates (pixel ``i`` spans ``[i, i + 1)``). Mirroring negates the
     angle; negating alone can leave theta outside ``[-pi/4, 3pi/4)``, hence the
     canonicalisation.
 
@@ -226,7 +227,7 @@ def hflip_rboxes(rboxes: np.ndarray, width: float) -> np.ndarray:
         ``(N, 5)`` float32 canonical mirrored boxes.
     """
     rb = np.array(rboxes, dtype=np.float64).reshape(-1, 5)
-    rb[:, 0] = (width - 1) - rb[:, 0]
+    rb[:, 0] = width - rb[:, 0]
     rb[:, 4] = -rb[:, 4]
     return canonicalize_rboxes(rb)
 

@@ -66,7 +66,7 @@ def test_hflip_mirrors_and_stays_canonical():
     f = hflip_rboxes(rb, width=100)
     assert np.all((f[:, 4] >= -np.pi / 4) & (f[:, 4] < 3 * np.pi / 4))
     expect = rbox_to_corners(rb).copy()
-    expect[..., 0] = 99 - expect[..., 0]
+    expect[..., 0] = 100 - expect[..., 0]
     for i in range(2):
         got = rbox_to_corners(f[i : i + 1])[0]
         d = np.linalg.norm(got[:, None] - expect[i][None], axis=-1)
