@@ -1,0 +1,208 @@
+"""Checkpoint IO: the one safe loader every command uses, and atomic saving.
+
+Loading: ``torch.load(..., weights_only=True)`` parses the pickle with torch's
+restricted unpickler, which refuses any global outside its allowlist *while
+parsing*, i.e. before a crafted ``__reduce__`` could run. Only a file that
+passes that parse is returned (and may then be handed to Lightning). A refusal
+becomes a :class:`~lucidyolo.errors.UserError`, never a traceback.
+
+Saving: a checkpoint is written to a temporary file in the destination folder,
+flushed and fsync'ed, then renamed over the target with ``os.replace`` (atomic
+on POSIX and Windows within one filesystem), and the folder is fsync'ed so the
+rename survives a power cut. A crash at any point leaves either the previous
+file or the new one, never a truncated ``last.ckpt``.
+
+Our own checkpoints must pass the safe loader, so hyper-parameters and
+callback state are kept in plain types; :func:`assert_plain` checks that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import tempfile
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lucidyolo.errors import UserError
+
+PLAIN_TYPES: tuple[type, ...] = (str, int, float, bool, type(None), torch.Tensor)
+"""Leaf types allowed by :func:`assert_plain` (containers: dict, list, tuple)."""
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a checkpoint safely onto the CPU.
+
+    Args:
+        path: checkpoint file (``.ckpt`` / ``.pt``).
+
+    Returns:
+        The checkpoint dict (tensors on CPU).
+
+    Raises:
+        UserError: the file is missing, is not a torch checkpoint, is
+            truncated, is not a dict, or contains pickled objects outside
+            torch's ``weights_only`` allowlist (refused before anything in it
+            runs).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise UserError(
+            f"Checkpoint not found: '{p}'.",
+            why="the path does not exist.",
+            fix="check the path (runs keep theirs in runs/<task>/version_N/checkpoints/).",
+        )
+    if not p.is_file():
+        raise UserError(
+            f"Checkpoint path is not a file: '{p}'.",
+            fix="pass the .ckpt file itself, e.g. .../checkpoints/last.ckpt.",
+        )
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        reason = _refusal_reason(exc)
+        if "global" in reason.lower():
+            raise UserError(
+                f"Refused checkpoint '{p}'.",
+                why=(
+                    "it contains pickled objects outside torch's weights-only allowlist, "
+                    f"and unpickling those could run arbitrary code ({reason})."
+                ),
+                fix=(
+                    "only load checkpoints you trust; re-save it with plain types "
+                    "(dicts, lists, str, numbers, tensors) in hyper-parameters and state."
+                ),
+            ) from None
+        raise UserError(
+            f"Cannot read checkpoint '{p}'.",
+            why=(
+                "it is not a (complete) torch checkpoint, or it uses pickle features outside "
+                f"the safe subset torch's weights-only loader accepts ({reason})."
+            ),
+            fix="pass a checkpoint written by `lucid fit`; only load files you trust.",
+        ) from None
+    except (RuntimeError, EOFError, KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        # garbage -> KeyError/UnpicklingError, truncated zip -> RuntimeError, empty -> EOFError
+        raise _not_a_checkpoint(p, exc) from None
+    if not isinstance(obj, dict):
+        raise UserError(
+            f"'{p}' is a torch file but not a checkpoint (it holds a {type(obj).__name__}, "
+            "not a dict).",
+            fix="pass a checkpoint written by `lucid fit` (last.ckpt / best.ckpt).",
+        )
+    return obj
+
+
+def _refusal_reason(exc: BaseException) -> str:
+    # torch's message is a paragraph of generic advice around one line that names the
+    # refused global (wording varies by torch version and by why it was refused)
+    text = str(exc)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    named = [
+        ln
+        for ln in lines
+        if "global" in ln.lower() and "weights only load failed" not in ln.lower()
+    ]
+    pick = named or lines[:1]
+    return pick[0].split(" was not", 1)[0].rstrip(".")[:200] if pick else type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0].split(". ", 1)[0][:200] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _not_a_checkpoint(p: Path, exc: BaseException) -> UserError:
+    return UserError(
+        f"Cannot read checkpoint '{p}'.",
+        why=f"it is not a (complete) torch checkpoint: {_first_line(exc)}.",
+        fix="pass a checkpoint written by `lucid fit`; a truncated file must be re-copied.",
+    )
+
+
+def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """``torch.save`` that never leaves a partial file at ``path``.
+
+    Args:
+        obj: anything ``torch.save`` accepts (keep it plain: see
+            :func:`assert_plain`).
+        path: destination; its folder is created if needed.
+
+    Returns:
+        The path written.
+
+    Raises:
+        Whatever ``torch.save`` raises; the previous file at ``path`` (if any)
+        is left untouched and the temporary file is removed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Persist the rename itself; not possible on Windows (directories cannot be opened).
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def assert_plain(obj: Any, name: str = "obj") -> None:
+    """Check that a nested structure holds only plain, safely loadable types.
+
+    Containers: ``dict`` and ``OrderedDict`` (what ``state_dict()`` returns;
+    torch's allowlist has it) with ``str`` / ``int`` keys, ``list``, ``tuple``.
+    Leaves: ``str``, ``int``, ``float``, ``bool``, ``None``, ``torch.Tensor``.
+    Other subclasses (e.g. a ``defaultdict``, a ``namedtuple`` or a pydantic model)
+    are refused: they pickle by class reference and fail the safe loader.
+
+    Args:
+        obj: the structure (hyper-parameters, callback state).
+        name: how to name the root in the error message.
+
+    Raises:
+        TypeError: naming the first offending element's path and type, e.g.
+            ``hparams['model']['act']: Swish``.
+    """
+    stack: list[tuple[str, Any]] = [(name, obj)]
+    while stack:
+        where, value = stack.pop()
+        kind = type(value)
+        if kind is dict or kind is OrderedDict:  # OrderedDict: state_dicts, allowlisted by torch
+            for key, item in value.items():
+                if type(key) not in (str, int):
+                    raise TypeError(f"{where}: key {key!r} has type {type(key).__name__}")
+                stack.append((f"{where}[{key!r}]", item))
+        elif kind in (list, tuple):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+        elif kind in PLAIN_TYPES or kind is torch.nn.Parameter:
+            continue
+        else:
+            raise TypeError(
+                f"{where}: {kind.__module__}.{kind.__qualname__} is not a plain type "
+                "(dict, list, tuple, str, int, float, bool, None, torch.Tensor)"
+            )

@@ -1,0 +1,185 @@
+"""``results.csv``: one row per epoch, with the column names many tools parse.
+
+Columns (``results_columns``) follow the common ``<split>/<term>`` and
+``metrics/<name>(<kind>)`` convention, named after *our* loss terms:
+
+* ``epoch`` (0-based, as Lightning counts);
+* ``train/<term>`` and ``val/<term>`` for every loss term before gains:
+  det ``box_loss`` (1 - CIoU), ``cls_loss`` (BCE), ``l1_loss`` (stride-unit L1);
+  seg adds ``seg_loss`` (mask BCE) and ``sem_loss`` (semantic BCE + Dice);
+  obb's ``box_loss`` is 1 - ProbIoU and it adds ``angle_loss``;
+  pose adds ``kpt_loss`` (RLE);
+* ``metrics/mAP50(B)``, ``metrics/mAP50-95(B)``: box mAP (det, seg) or rotated
+  mAP (obb; ``B`` for "box", as the convention uses it for oriented boxes
+  too); seg adds ``(M)`` mask mAP, pose has ``(P)`` OKS AP instead of ``(B)``;
+* ``lr/pg0`` ... one per optimizer parameter group.
+
+No ``metrics/precision(B)`` / ``metrics/recall(B)``: those conventionally mean
+P and R at the max-F1 confidence, which our metrics do not compute; an empty
+or differently defined column would mislead the tools that parse it.
+
+Writing rewrites the whole (small) file atomically and drops rows whose epoch
+is >= the new row's epoch, so a run resumed from ``last.ckpt`` after a crash
+that happened between the CSV write and the checkpoint write does not end up
+with a duplicated epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+LOSS_TERMS: dict[str, tuple[str, ...]] = {
+    "det": ("box_loss", "cls_loss", "l1_loss"),
+    "seg": ("box_loss", "cls_loss", "l1_loss", "seg_loss", "sem_loss"),
+    "obb": ("box_loss", "cls_loss", "l1_loss", "angle_loss"),
+    "pose": ("box_loss", "cls_loss", "l1_loss", "kpt_loss"),
+}
+"""Loss terms logged per task (before gains), in column order."""
+
+METRIC_COLUMNS: dict[str, tuple[str, ...]] = {
+    "det": ("metrics/mAP50(B)", "metrics/mAP50-95(B)"),
+    "seg": ("metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/mAP50(M)", "metrics/mAP50-95(M)"),
+    "obb": ("metrics/mAP50(B)", "metrics/mAP50-95(B)"),
+    "pose": ("metrics/mAP50(P)", "metrics/mAP50-95(P)"),
+}
+"""Metric columns per task."""
+
+LOGGED_METRIC_TO_COLUMN: dict[str, dict[str, str]] = {
+    "det": {"val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)"},
+    "seg": {
+        "val/mAP50": "metrics/mAP50(B)",
+        "val/mAP50-95": "metrics/mAP50-95(B)",
+        "val/segm_mAP50": "metrics/mAP50(M)",
+        "val/segm_mAP50-95": "metrics/mAP50-95(M)",
+    },
+    "obb": {
+        "val/rotated_mAP50": "metrics/mAP50(B)",
+        "val/rotated_mAP50-95": "metrics/mAP50-95(B)",
+    },
+    "pose": {"val/oks_mAP50": "metrics/mAP50(P)", "val/oks_mAP": "metrics/mAP50-95(P)"},
+}
+"""Lightning-logged epoch metric keys (spec names) -> ``results.csv`` columns."""
+
+
+def results_columns(task: str, num_param_groups: int = 1) -> list[str]:
+    """Column names of ``results.csv`` for a task.
+
+    Args:
+        task: canonical task name (``det``, ``seg``, ``obb``, ``pose``); a
+            plugin task not listed gets the det terms.
+        num_param_groups: optimizer parameter groups (``lr/pg0`` ...).
+
+    Returns:
+        The ordered column names, ``epoch`` first.
+    """
+    terms = LOSS_TERMS.get(task, LOSS_TERMS["det"])
+    metrics = METRIC_COLUMNS.get(task, METRIC_COLUMNS["det"])
+    return [
+        "epoch",
+        *(f"train/{t}" for t in terms),
+        *metrics,
+        *(f"val/{t}" for t in terms),
+        *(f"lr/pg{i}" for i in range(num_param_groups)),
+    ]
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        raise TypeError("results.csv values are numbers, got a bool")
+    if isinstance(value, int):
+        return str(value)
+    return format(float(value), ".8g")
+
+
+def read_results(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, float]]]:
+    """Read ``results.csv``.
+
+    Returns:
+        ``(columns, rows)``; empty cells read as NaN, ``epoch`` as a float.
+    """
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return [], []
+        columns = [c.strip() for c in header]
+        rows = [
+            {c: float(v) if v.strip() else math.nan for c, v in zip(columns, line, strict=True)}
+            for line in reader
+            if line
+        ]
+    return columns, rows
+
+
+def write_results_row(
+    path: str | os.PathLike[str],
+    row: Mapping[str, float | int | None],
+    columns: Sequence[str],
+) -> Path:
+    """Add (or replace) one epoch's row of ``results.csv``.
+
+    Args:
+        path: the CSV (created with a header if missing).
+        row: values by column name; must contain ``epoch``; missing columns
+            are written empty; NaN / None are written empty.
+        columns: the file's columns (see :func:`results_columns`).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: ``row`` has a key outside ``columns`` or lacks ``epoch``,
+            or the existing file has different columns.
+    """
+    columns = list(columns)
+    unknown = set(row) - set(columns)
+    if unknown:
+        raise ValueError(f"results.csv has no column(s) {sorted(unknown)}; columns: {columns}")
+    if "epoch" not in row or row["epoch"] is None:
+        raise ValueError("a results.csv row needs its 'epoch'")
+    path = Path(path)
+    epoch = float(row["epoch"])
+    kept: list[list[str]] = []
+    if path.exists():
+        old_columns, old_rows = read_results(path)
+        if old_columns and old_columns != columns:
+            raise ValueError(
+                f"{path} has columns {old_columns}, expected {columns}; "
+                "write a new run directory instead of mixing layouts"
+            )
+        kept = [
+            [_fmt(int(r[c]) if c == "epoch" else r[c]) for c in columns]
+            for r in old_rows
+            if r["epoch"] < epoch
+        ]
+    new = [_fmt(int(row["epoch"]) if c == "epoch" else row.get(c)) for c in columns]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([*kept, new])
+    _atomic_write_text(path, buf.getvalue())
+    return path
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,329 @@
+"""COCO evaluation through pycocotools, in memory, with the numbers a user gets from a file.
+
+``evaluate_coco`` runs pycocotools' ``COCO`` / ``COCOeval`` on a ground-truth
+dict and a list of detections in the COCO results format. It goes through the
+same ``COCO.loadRes`` path a user takes with ``COCO.loadRes("results.json")``,
+so dumping the detections with :func:`save_results_json` and scoring the file
+with plain pycocotools gives identical stats (pinned by a test to 1e-12).
+
+What this module adds around pycocotools:
+
+* pycocotools' prints are captured (``CocoResult.log``) instead of spamming
+  the console;
+* zero detections do not crash (``loadRes`` indexes ``anns[0]``): an empty
+  results set is built directly and every stat whose area range has ground
+  truth is 0, exactly what COCOeval yields for a model that finds nothing;
+* detections on image ids or category ids the ground truth does not know are
+  refused (pycocotools would silently drop unknown categories, which turns a
+  label-mapping bug into a plausible-looking low mAP);
+* the caller's ground-truth dict is never mutated (COCOeval writes ``ignore``
+  and, for ``segm``, replaces polygons by RLE inside the annotations).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+from lucidyolo.metrics.mapping import unletterbox_boxes
+
+BOX_STAT_NAMES: tuple[str, ...] = (
+    "AP", "AP50", "AP75", "APs", "APm", "APl",
+    "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
+)  # fmt: skip
+"""Names of COCOeval's 12 ``stats`` for ``bbox`` and ``segm``, in order."""
+
+KEYPOINT_STAT_NAMES: tuple[str, ...] = (
+    "AP", "AP50", "AP75", "APm", "APl",
+    "AR", "AR50", "AR75", "ARm", "ARl",
+)  # fmt: skip
+"""Names of COCOeval's 10 ``stats`` for ``keypoints`` (OKS), in order."""
+
+_STAT_NAMES = {"bbox": BOX_STAT_NAMES, "segm": BOX_STAT_NAMES, "keypoints": KEYPOINT_STAT_NAMES}
+
+
+@dataclass(frozen=True)
+class ClassAP:
+    """AP of one category (area ``all``, the largest ``maxDets``).
+
+    ``ap`` / ``ap50`` are -1.0 when the category has no non-crowd ground truth
+    (pycocotools' marker for "undefined"; such classes are left out of the mean).
+    """
+
+    category_id: int
+    name: str
+    ap: float
+    ap50: float
+    num_gt: int
+
+
+@dataclass
+class CocoResult:
+    """Outcome of one COCOeval run.
+
+    Attributes:
+        iou_type: ``"bbox"``, ``"segm"`` or ``"keypoints"``.
+        stats: COCOeval's summary stats by name (:data:`BOX_STAT_NAMES` or
+            :data:`KEYPOINT_STAT_NAMES`); -1.0 means no ground truth in that
+            area range (pycocotools' convention, kept for parity).
+        per_class: one :class:`ClassAP` per ground-truth category, by id order.
+        timings: seconds spent in ``index``, ``load_results``, ``evaluate``,
+            ``accumulate``, ``summarize`` and ``total``.
+        log: everything pycocotools printed.
+        num_images: images in the ground truth.
+        num_detections: detections scored.
+    """
+
+    iou_type: str
+    stats: dict[str, float]
+    per_class: list[ClassAP]
+    timings: dict[str, float]
+    log: str = ""
+    num_images: int = 0
+    num_detections: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def stats_array(self) -> np.ndarray:
+        """The stats as pycocotools' ``COCOeval.stats`` array, ``(12,)`` or ``(10,)``."""
+        return np.array([self.stats[k] for k in _STAT_NAMES[self.iou_type]], dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view for reports."""
+        out = asdict(self)
+        out["per_class"] = [asdict(c) for c in self.per_class]
+        return out
+
+
+def _index_gt(gt: dict[str, Any]) -> COCO:
+    """Build a pycocotools ``COCO`` from a dict without touching the caller's objects."""
+    if not isinstance(gt, dict) or "images" not in gt or "categories" not in gt:
+        raise ValueError("ground truth must be a COCO dict with 'images' and 'categories'")
+    dataset = dict(gt)
+    # COCOeval writes into annotation dicts ("ignore", RLE for segm): copy each one
+    # (shallow: the fields are replaced, never edited in place).
+    dataset["annotations"] = [dict(a) for a in gt.get("annotations", [])]
+    coco = COCO()
+    coco.dataset = dataset
+    coco.createIndex()
+    return coco
+
+
+def _check_detections(coco_gt: COCO, detections: Sequence[dict[str, Any]]) -> None:
+    img_ids = set(coco_gt.getImgIds())
+    cat_ids = set(coco_gt.getCatIds())
+    det_imgs = {d["image_id"] for d in detections}
+    det_cats = {d["category_id"] for d in detections}
+    unknown_imgs = det_imgs - img_ids
+    if unknown_imgs:
+        raise ValueError(
+            f"{len(unknown_imgs)} detection image_id(s) are not in the ground truth, "
+            f"e.g. {sorted(unknown_imgs)[:5]}"
+        )
+    unknown_cats = det_cats - cat_ids
+    if unknown_cats:
+        raise ValueError(
+            f"detection category_id(s) {sorted(unknown_cats)[:10]} are not ground-truth "
+            f"categories {sorted(cat_ids)[:10]}...; map contiguous labels to the dataset's "
+            "own category ids first (pycocotools would silently drop them)"
+        )
+
+
+def _load_results(coco_gt: COCO, detections: Sequence[dict[str, Any]]) -> COCO:
+    if detections:
+        # loadRes writes id/area/iscrowd/segmentation into each dict: give it copies.
+        return coco_gt.loadRes([dict(d) for d in detections])
+    # loadRes cannot take an empty list (it reads anns[0]); build the same
+    # structure it would have built, with no annotations.
+    res = COCO()
+    res.dataset["info"] = copy.deepcopy(coco_gt.dataset.get("info", {}))
+    res.dataset["images"] = list(coco_gt.dataset["images"])
+    res.dataset["categories"] = copy.deepcopy(coco_gt.dataset["categories"])
+    res.dataset["annotations"] = []
+    res.createIndex()
+    return res
+
+
+def _per_class(e: COCOeval, coco_gt: COCO) -> list[ClassAP]:
+    # precision: (T iou thresholds, R recall points, K classes, A areas, M maxDets)
+    precision = e.eval["precision"]
+    iou_50 = int(np.argmin(np.abs(e.params.iouThrs - 0.5)))
+    out = []
+    for k, cat_id in enumerate(e.params.catIds):
+        p_all = precision[:, :, k, 0, -1]  # (T, R) area "all", largest maxDets
+        valid = p_all[p_all > -1]
+        p_50 = p_all[iou_50]
+        valid_50 = p_50[p_50 > -1]
+        anns = coco_gt.loadAnns(coco_gt.getAnnIds(catIds=[cat_id], iscrowd=False))
+        out.append(
+            ClassAP(
+                category_id=int(cat_id),
+                name=str(coco_gt.cats[cat_id].get("name", cat_id)),
+                ap=float(valid.mean()) if valid.size else -1.0,
+                ap50=float(valid_50.mean()) if valid_50.size else -1.0,
+                num_gt=len(anns),
+            )
+        )
+    return out
+
+
+def evaluate_coco(
+    gt: dict[str, Any],
+    detections: Sequence[dict[str, Any]],
+    iou_type: str = "bbox",
+) -> CocoResult:
+    """Score detections against COCO ground truth with pycocotools.
+
+    Args:
+        gt: COCO-format ground truth (``images``, ``annotations`` including
+            ``iscrowd`` ones, ``categories``), e.g. ``json.load`` of an
+            ``instances_*.json``. Not modified.
+        detections: COCO results, one dict per detection: ``image_id``,
+            ``category_id`` (the dataset's own id), ``bbox`` ``[x, y, w, h]`` in
+            original pixels and ``score``; ``segm`` adds ``segmentation`` (RLE,
+            ``counts`` as str); ``keypoints`` adds ``keypoints`` (``3K`` floats).
+            Not modified.
+        iou_type: ``"bbox"``, ``"segm"`` or ``"keypoints"``.
+
+    Returns:
+        The 12 (10 for keypoints) named stats, per-class AP, timings and the
+        captured pycocotools log.
+
+    Raises:
+        ValueError: unknown ``iou_type``, malformed ground truth, or detections
+            on image / category ids the ground truth does not contain.
+    """
+    if iou_type not in _STAT_NAMES:
+        raise ValueError(f"iou_type must be one of {sorted(_STAT_NAMES)}, got {iou_type!r}")
+    timings: dict[str, float] = {}
+    buf = io.StringIO()
+    t_start = time.perf_counter()
+    with contextlib.redirect_stdout(buf):
+        t = time.perf_counter()
+        coco_gt = _index_gt(gt)
+        timings["index"] = time.perf_counter() - t
+        _check_detections(coco_gt, detections)
+        t = time.perf_counter()
+        coco_dt = _load_results(coco_gt, detections)
+        timings["load_results"] = time.perf_counter() - t
+        e = COCOeval(coco_gt, coco_dt, iouType=iou_type)
+        for step in ("evaluate", "accumulate", "summarize"):
+            t = time.perf_counter()
+            getattr(e, step)()
+            timings[step] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_start
+    names = _STAT_NAMES[iou_type]
+    stats = {name: float(v) for name, v in zip(names, e.stats, strict=True)}
+    return CocoResult(
+        iou_type=iou_type,
+        stats=stats,
+        per_class=_per_class(e, coco_gt),
+        timings=timings,
+        log=buf.getvalue(),
+        num_images=len(coco_gt.getImgIds()),
+        num_detections=len(detections),
+    )
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray | torch.Tensor):
+        return obj.tolist()
+    if isinstance(obj, bytes):  # RLE counts from pycocotools.mask.encode
+        return obj.decode("ascii")
+    raise TypeError(f"cannot write {type(obj).__name__} to a COCO results JSON")
+
+
+def save_results_json(detections: Sequence[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Write detections as a COCO results JSON (temp file + rename, never half-written).
+
+    Floats are written with Python's shortest round-trip repr, so
+    ``COCO.loadRes(path)`` reads back exactly the values that were scored.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(list(detections), f, default=_json_default)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def dets_to_coco_results(
+    dets: torch.Tensor | np.ndarray,
+    image_id: int,
+    category_ids: Sequence[int],
+    scale: float = 1.0,
+    pad_x: float = 0.0,
+    pad_y: float = 0.0,
+    orig_hw: tuple[int, int] | None = None,
+) -> list[dict[str, Any]]:
+    """Turn one image's decoded detections into COCO results dicts.
+
+    Rows with ``score <= 0`` are padding (the end-to-end decoder returns a fixed
+    ``(300, 6)`` block) and are dropped. Boxes are mapped back through the
+    inverse letterbox, clipped to the original image and written as
+    ``[x, y, w, h]``; a box clipped to zero area is kept (it is the model's
+    false positive, and dropping it would flatter precision).
+
+    Args:
+        dets: ``(N, 6)`` rows ``x1, y1, x2, y2, score, class`` in network-input
+            pixels, ``class`` the contiguous label index.
+        image_id: the ground truth's id of this image.
+        category_ids: ``category_ids[label]`` is the dataset's own category id.
+        scale: letterbox resize factor (``x_net = x_orig * scale + pad_x``).
+        pad_x: letterbox left padding, network pixels.
+        pad_y: letterbox top padding, network pixels.
+        orig_hw: original ``(height, width)``; required for clipping (``None``
+            skips clipping, only sensible when there was no letterbox).
+
+    Returns:
+        One dict per valid detection: ``image_id``, ``category_id``, ``bbox``,
+        ``score`` with plain Python numbers (JSON-ready).
+    """
+    if isinstance(dets, torch.Tensor):
+        arr = dets.detach().to("cpu", torch.float64).numpy()
+    else:
+        arr = np.asarray(dets, dtype=np.float64)
+    arr = arr.reshape(-1, 6)
+    arr = arr[arr[:, 4] > 0]  # (n, 6) valid rows only
+    labels = arr[:, 5].astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= len(category_ids)):
+        raise ValueError(
+            f"class index out of range [0, {len(category_ids)}): "
+            f"min {labels.min()}, max {labels.max()}"
+        )
+    if orig_hw is None:
+        boxes = unletterbox_boxes(arr[:, :4], scale, pad_x, pad_y, (0, 0), clip=False)
+    else:
+        boxes = unletterbox_boxes(arr[:, :4], scale, pad_x, pad_y, orig_hw)
+    xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)  # (n, 4)
+    cat_lookup = np.asarray(category_ids, dtype=np.int64)[labels]  # (n,)
+    return [
+        {"image_id": int(image_id), "category_id": int(c), "bbox": b, "score": float(s)}
+        for c, b, s in zip(cat_lookup.tolist(), xywh.tolist(), arr[:, 4].tolist(), strict=True)
+    ]
