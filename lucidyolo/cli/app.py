@@ -12,7 +12,7 @@ import sys
 import typer
 
 from lucidyolo._version import __version__
-from lucidyolo.cli import data, export, fit, gate, plugins, predict
+from lucidyolo.cli import data, export, fit, gate, model, plugins, predict
 from lucidyolo.cli import evaluate as eval_cmd
 from lucidyolo.cli.console import print_user_error, set_verbosity
 from lucidyolo.errors import UserError
@@ -53,6 +53,7 @@ app.command("export")(export.export)
 app.command("plugins")(plugins.plugins)
 app.add_typer(data.app, name="data", help="Check, generate and download datasets.")
 app.add_typer(gate.app, name="gate", help="Minutes-long wiring gates.")
+app.add_typer(model.app, name="model", help="Model family: size summary (params, GFLOPs).")
 
 
 def main() -> None:

@@ -1,0 +1,77 @@
+"""Forward-only latency of the deployed graph (BN folded) against the same model unfolded.
+
+Both run in eval mode under ``torch.inference_mode`` after warm-up, interleaved in
+one process so the ratio is fair on a shared machine. Prints ONE JSON line.
+
+Usage: python benchmarks/infer.py [--variant n] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from torch import nn
+
+from lucidyolo.decode.e2e import e2e_topk
+from lucidyolo.models import create_model
+from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+
+class UnfoldedDeploy(nn.Module):
+    """The same computation as the deployed graph (trunk + o2o + top-k), without BN folding."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        feats = self.model.features(images)
+        raw = self.model.head.o2o(feats)
+        anchors, strides = self.model.anchor_cache(feats)
+        return e2e_topk(ltrb_to_xyxy(raw["boxes"], anchors, strides), raw["logits"])[0]
+
+
+def _interleaved_median_ms(fns: list, images: torch.Tensor, repeats: int) -> list[float]:
+    """Median milliseconds of each function, alternating them so load spikes hit both alike."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, acc in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn(images)
+            acc.append((time.perf_counter() - t0) * 1e3)
+    return [sorted(t)[len(t) // 2] for t in times]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variant", default="n")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    model = create_model(args.variant).eval()
+    unfolded = UnfoldedDeploy(model).eval()
+    folded = model.deploy()
+    result: dict = {"benchmark": "infer", "variant": args.variant, "threads": torch.get_num_threads()}
+    for batch, size in ((1, 640), (8, 320)):
+        for channels_last in (False, True):
+            images = torch.rand(batch, 3, size, size)
+            fmt = torch.channels_last if channels_last else torch.contiguous_format
+            images = images.contiguous(memory_format=fmt)
+            a, b = unfolded.to(memory_format=fmt), folded.to(memory_format=fmt)
+            with torch.inference_mode():
+                for _ in range(2):  # warm-up (allocator, kernels)
+                    a(images)
+                    b(images)
+                ms_a, ms_b = _interleaved_median_ms([a, b], images, args.repeats)
+            tag = f"b{batch}x{size}{'_cl' if channels_last else ''}"
+            result[f"{tag}_unfolded_ms"] = round(ms_a, 2)
+            result[f"{tag}_folded_ms"] = round(ms_b, 2)
+            result[f"{tag}_speedup"] = round(ms_a / ms_b, 3)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""ONNX export of the deployed graph (trunk + o2o + top-k decode) and an onnxruntime parity check.
+
+Uses the TorchScript exporter (``dynamo=False``): the dynamo exporter in
+torch >= 2.9 needs ``onnxscript``, which is not a dependency. Anchors and
+strides are baked in as constants for the export size; the graph has a
+``TopK`` node and no ``NonMaxSuppression``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from lucidyolo.errors import ConfigError, NotAvailableError
+from lucidyolo.models.deploy import DeployModel, make_deploy_model
+from lucidyolo.models.yolo26 import YOLO26
+
+INPUT_NAME = "images"
+OUTPUT_NAME = "detections"
+
+
+def _size(img_size: int | tuple[int, int]) -> tuple[int, int]:
+    h, w = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+    if h <= 0 or w <= 0 or h % 32 or w % 32:
+        raise ConfigError(
+            f"Export size {img_size!r} is not a positive multiple of 32.",
+            why="the network downsamples by 32 and anchors are baked for one grid.",
+            fix="use e.g. 320, 640 or 1024.",
+        )
+    return h, w
+
+
+def export_onnx(
+    model: YOLO26 | DeployModel,
+    path: str | Path,
+    img_size: int | tuple[int, int] = 640,
+    opset: int = 17,
+    dynamic_batch: bool = False,
+) -> Path:
+    """Export the deployed graph to ONNX.
+
+    Input ``images`` float ``(B, 3, H, W)`` in ``[0, 1]``; output ``detections``
+    ``(B, k, 6)`` rows ``[x1, y1, x2, y2, score, class]`` in input pixels.
+
+    Args:
+        model: a full YOLO26 (its deploy view is built here) or a ``DeployModel``.
+        path: destination ``.onnx`` file (parent folders are created).
+        img_size: export size ``S`` or ``(H, W)``, multiples of 32.
+        opset: ONNX opset (>= 17).
+        dynamic_batch: make the batch dimension symbolic.
+
+    Returns:
+        The written path.
+    """
+    if opset < 17:
+        raise ConfigError(f"ONNX opset {opset} is too old.", fix="use opset 17 or newer.")
+    h, w = _size(img_size)
+    deployed = make_deploy_model(model) if isinstance(model, YOLO26) else model
+    deployed = deployed.eval()
+    deployed.bake_anchors(h, w)
+    ref = next(deployed.parameters())
+    dummy = torch.zeros(1, 3, h, w, dtype=ref.dtype, device=ref.device)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    axes = {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}} if dynamic_batch else None
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer warnings about shape-derived Python ints are expected
+        torch.onnx.export(
+            deployed,
+            (dummy,),
+            str(path),
+            input_names=[INPUT_NAME],
+            output_names=[OUTPUT_NAME],
+            opset_version=opset,
+            dynamic_axes=axes,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+    return path
+
+
+def onnx_parity(
+    deployed: nn.Module, path: str | Path, images: Tensor, min_score: float = 1e-3, score_tol: float = 1e-4
+) -> dict:
+    """Run the ONNX file with onnxruntime and compare with PyTorch on the same input.
+
+    Each PyTorch row with score ``>= min_score`` is paired with the onnxruntime
+    row of the same image whose score is within ``score_tol`` and whose box is
+    closest: anchors with nearly equal scores may legitimately swap places
+    between two runtimes, so rows are matched instead of compared by position.
+
+    Args:
+        deployed: the PyTorch deployed model that was exported.
+        path: the ``.onnx`` file.
+        images: ``(B, 3, H, W)`` input at the export size.
+        min_score: PyTorch rows with a lower score are not compared.
+        score_tol: largest score difference for two rows to be a candidate pair.
+
+    Returns:
+        ``{"rows": compared rows, "matched": rows with a candidate, "classes_equal": bool,
+        "max_box_diff": px, "max_box_diff_norm": px / max(H, W), "max_score_diff": float, "in_place": rows equal at the same position}``.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise NotAvailableError(
+            "onnxruntime is not installed.", fix='install the extra: pip install "lucidyolo[onnx]"'
+        ) from err
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        expected = deployed(images).float().cpu()  # (B, k, 6)
+    got = torch.from_numpy(session.run(None, {INPUT_NAME: images.float().cpu().numpy()})[0])
+    keep = expected[..., 4] >= min_score  # (B, k)
+    # Pairwise over rows of the same image: (B, k_expected, k_got).
+    score_gap = (expected[..., None, 4] - got[:, None, :, 4]).abs()
+    box_gap = (expected[:, :, None, :4] - got[:, None, :, :4]).abs().amax(dim=-1)
+    box_gap = box_gap.masked_fill(score_gap > score_tol, float("inf"))
+    best_gap, best = box_gap.min(dim=-1)  # (B, k_expected)
+    paired = got.gather(1, best.unsqueeze(-1).expand(-1, -1, 6))  # (B, k, 6)
+    matched = keep & best_gap.isfinite()
+    in_place = keep & ((expected - got).abs().amax(dim=-1) <= 1e-4)
+    e, g = expected[matched], paired[matched]  # (R, 6)
+    return {
+        "rows": int(keep.sum()),
+        "matched": int(matched.sum()),
+        "classes_equal": bool(torch.equal(e[:, 5], g[:, 5])),
+        "max_box_diff": float((e[:, :4] - g[:, :4]).abs().max()) if len(e) else 0.0,
+        # float32 noise of a deep net is ~1e-5 relative, i.e. ~1e-3 px at 320 px, so the
+        # 1e-4 acceptance bound applies to coordinates normalised by the input size.
+        "max_box_diff_norm": float((e[:, :4] - g[:, :4]).abs().max()) / max(images.shape[2:]) if len(e) else 0.0,
+        "max_score_diff": float((e[:, 4] - g[:, 4]).abs().max()) if len(e) else 0.0,
+        "in_place": int(in_place.sum()),
+    }

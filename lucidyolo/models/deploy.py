@@ -1,0 +1,82 @@
+"""The deployed graph: trunk + one-to-one branch, BatchNorm folded, end-to-end top-k decode."""
+
+from __future__ import annotations
+
+import copy
+
+from torch import Tensor, nn
+
+from lucidyolo.decode.e2e import e2e_topk
+from lucidyolo.models.fuse import fold_batchnorm
+from lucidyolo.models.yolo26 import YOLO26, AnchorCache
+from lucidyolo.structures.box_coder import ltrb_to_xyxy, make_anchors
+
+
+class DeployModel(nn.Module):
+    """Inference-only YOLO26: no o2m branch, no training-only extras, BN folded.
+
+    ``forward(images (B, 3, H, W))`` returns ``(B, k, 6)`` rows
+    ``[x1, y1, x2, y2, score, class]`` in input pixels (zero rows as padding).
+
+    Args:
+        backbone: the trunk's backbone (already a copy, BN folded).
+        neck: the trunk's neck (already a copy, BN folded).
+        branch: the o2o head branch (already a copy, BN folded).
+        strides: stride of each level.
+        k: rows of the top-k decode.
+    """
+
+    def __init__(self, backbone: nn.Module, neck: nn.Module, branch: nn.Module, strides: tuple[int, ...], k: int = 300) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.neck = neck
+        self.branch = branch
+        self.strides = tuple(strides)
+        self.k = k
+        self.anchor_cache = AnchorCache(self.strides)
+        self.fixed_size: tuple[int, int] | None = None
+
+    def bake_anchors(self, height: int, width: int) -> None:
+        """Store anchors for one input size as buffers so an exported graph holds them as constants."""
+        sizes = [(height // s, width // s) for s in self.strides]
+        anchors, strides = make_anchors(sizes, self.strides)
+        ref = next(self.parameters())
+        self.register_buffer("anchors", anchors.to(ref), persistent=False)
+        self.register_buffer("anchor_strides", strides.to(ref), persistent=False)
+        self.fixed_size = (height, width)
+
+    def forward_raw(self, images: Tensor) -> dict[str, Tensor]:
+        """The o2o branch outputs: ``{"boxes": (B, A, 4) raw ltrb, "logits": (B, A, C), "anchors": (A, 2), "strides": (A,)}``."""
+        feats = self.neck(self.backbone(images))
+        out = dict(self.branch(feats))
+        if self.fixed_size is not None and tuple(images.shape[2:]) == self.fixed_size:
+            out["anchors"], out["strides"] = self.anchors, self.anchor_strides
+        else:
+            out["anchors"], out["strides"] = self.anchor_cache(feats)
+        return out
+
+    def forward(self, images: Tensor) -> Tensor:
+        """Images ``(B, 3, H, W)`` in ``[0, 1]`` to detections ``(B, k, 6)``."""
+        raw = self.forward_raw(images)
+        boxes = ltrb_to_xyxy(raw["boxes"], raw["anchors"], raw["strides"])  # (B, A, 4) px
+        dets, _ = e2e_topk(boxes, raw["logits"], self.k)
+        return dets
+
+
+def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
+    """Copy the trunk and o2o branch of ``model``, fold BatchNorm, and return an eval-mode :class:`DeployModel`.
+
+    The original model is not modified.
+
+    Args:
+        model: a trained (or freshly built) YOLO26.
+        k: rows of the top-k decode.
+    """
+    backbone = copy.deepcopy(model.backbone)
+    neck = copy.deepcopy(model.neck)
+    branch = copy.deepcopy(model.head.o2o)
+    deployed = DeployModel(backbone, neck, branch, model.strides, k=k)
+    deployed.eval()  # BN folding uses running statistics
+    fold_batchnorm(deployed)
+    deployed.requires_grad_(False)
+    return deployed

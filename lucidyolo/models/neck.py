@@ -1,0 +1,45 @@
+"""PAN neck: a top-down pass (P5 -> T4 -> N3) then a bottom-up pass (N3 -> N4 -> N5)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from lucidyolo.models.blocks import C3k2, Conv
+from lucidyolo.models.scales import Scale
+
+
+class PANNeck(nn.Module):
+    """T4 = C3k2(up(P5) ++ P4 -> 512, c3k); N3 = C3k2(up(T4) ++ P3 -> 256);
+    N4 = C3k2(Conv s2(N3) ++ T4 -> 512); N5 = C3k2(Conv s2(N4) ++ P5 -> 1024, c3k,
+    one attention block per inner unit). Upsampling is nearest x2 (base widths).
+
+    Args:
+        scale: the variant's row of the scale table.
+        in_channels: channels of ``(P3, P4, P5)``.
+
+    Attributes:
+        out_channels: channels of ``(N3, N4, N5)``.
+    """
+
+    def __init__(self, scale: Scale, in_channels: tuple[int, int, int]) -> None:
+        super().__init__()
+        ch, rep, kd = scale.channels, scale.repeats, scale.c3k_depth
+        c3, c4, c5 = in_channels
+        self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
+        self.top4 = C3k2(c5 + c4, ch(512), rep(2), c3k=True, c3k_depth=kd)
+        self.out3 = C3k2(ch(512) + c3, ch(256), rep(2))
+        self.down3 = Conv(ch(256), ch(256), 3, 2)
+        self.out4 = C3k2(ch(256) + ch(512), ch(512), rep(2))
+        self.down4 = Conv(ch(512), ch(512), 3, 2)
+        self.out5 = C3k2(ch(512) + c5, ch(1024), rep(2), c3k=True, c3k_depth=kd, attention=True)
+        self.out_channels = (ch(256), ch(512), ch(1024))
+
+    def forward(self, feats: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """``(P3, P4, P5)`` to ``(N3, N4, N5)`` at strides 8, 16, 32."""
+        p3, p4, p5 = feats
+        t4 = self.top4(torch.cat((self.up(p5), p4), dim=1))
+        n3 = self.out3(torch.cat((self.up(t4), p3), dim=1))
+        n4 = self.out4(torch.cat((self.down3(n3), t4), dim=1))
+        n5 = self.out5(torch.cat((self.down4(n4), p5), dim=1))
+        return n3, n4, n5

@@ -1,0 +1,45 @@
+"""The variant table: every YOLO26 size is one row of data, not a class.
+
+Channels of a layer with base width ``c`` are ``int(min(c, mc) * w)``; repeats
+of a block with base count ``n`` are ``max(1, round(n * d))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One row of the scale table.
+
+    Attributes:
+        depth: depth multiplier ``d``.
+        width: width multiplier ``w``.
+        max_channels: base-width cap ``mc`` applied before the width multiplier.
+        c3k_depth: Bottlenecks inside each C3k inner unit (the lever that puts
+            l/x onto the paper's size budget; see docs/decisions/model.md).
+    """
+
+    depth: float
+    width: float
+    max_channels: int
+    c3k_depth: int = 2
+
+    def channels(self, base: int) -> int:
+        """Channels of a layer with base width ``base``."""
+        return int(min(base, self.max_channels) * self.width)
+
+    def repeats(self, base: int) -> int:
+        """Repeats of a block with base count ``base``."""
+        return max(1, round(base * self.depth))
+
+
+SCALES: dict[str, Scale] = {
+    "n": Scale(depth=0.50, width=0.25, max_channels=1024),
+    "s": Scale(depth=0.50, width=0.50, max_channels=1024),
+    "m": Scale(depth=0.50, width=1.00, max_channels=512),
+    # l/x chain two units per C3k2, so each C3k holds one Bottleneck to stay on budget.
+    "l": Scale(depth=1.00, width=1.00, max_channels=512, c3k_depth=1),
+    "x": Scale(depth=1.00, width=1.50, max_channels=512, c3k_depth=1),
+}

@@ -1,0 +1,94 @@
+"""The full trained YOLO26 model: backbone + PAN neck + dual head (both branches, always)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor, nn
+
+from lucidyolo.models.backbone import Backbone
+from lucidyolo.models.head import DualHead, StemSpec
+from lucidyolo.models.neck import PANNeck
+from lucidyolo.models.scales import Scale
+from lucidyolo.structures.box_coder import make_anchors
+
+STRIDES: tuple[int, int, int] = (8, 16, 32)
+
+
+class AnchorCache(nn.Module):
+    """Anchor centres and strides per input size, computed once per ``(sizes, device, dtype)``.
+
+    Args:
+        strides: stride of each level.
+    """
+
+    def __init__(self, strides: Sequence[int]) -> None:
+        super().__init__()
+        self.strides = tuple(strides)
+        self._cache: dict[tuple, tuple[Tensor, Tensor]] = {}
+
+    def forward(self, feats: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+        """``anchors (A, 2)`` px and ``strides (A,)`` for feature maps ``(B, C_l, H_l, W_l)``."""
+        sizes = tuple((int(f.shape[2]), int(f.shape[3])) for f in feats)
+        ref = feats[0]
+        key = (sizes, ref.device, ref.dtype)
+        if key not in self._cache:
+            if len(self._cache) > 16:  # multi-scale training visits many sizes; bound memory
+                self._cache.clear()
+            self._cache[key] = make_anchors(sizes, self.strides, dtype=ref.dtype, device=ref.device)
+        return self._cache[key]
+
+
+class YOLO26(nn.Module):
+    """Backbone + PAN neck + dual head.
+
+    ``forward(images (B, 3, H, W))`` returns, in train and eval mode alike::
+
+        {"o2m": {"boxes": (B, A, 4), "logits": (B, A, C), ...task stems},
+         "o2o": {... same keys ...},
+         "anchors": (A, 2), "strides": (A,), ...top-level extras (e.g. "protos")}
+
+    ``boxes`` are raw ``l, t, r, b`` in stride units (decode with
+    :func:`lucidyolo.structures.box_coder.ltrb_to_xyxy`).
+
+    Args:
+        scale: the variant's row of the scale table.
+        stems: stems of both head branches (see :func:`~lucidyolo.models.head.det_stems`).
+        variant: variant name, kept for summaries and checkpoints.
+        task: task name, kept for summaries and checkpoints.
+    """
+
+    def __init__(self, scale: Scale, stems: Sequence[StemSpec], variant: str = "", task: str = "det") -> None:
+        super().__init__()
+        self.scale = scale
+        self.variant = variant
+        self.task = task
+        self.strides = STRIDES
+        self.backbone = Backbone(scale)
+        self.neck = PANNeck(scale, self.backbone.out_channels)
+        self.head = DualHead(stems, self.neck.out_channels)
+        # Task modules that read the neck features and add a top-level output
+        # (seg prototypes); names listed in ``train_only`` stay out of the deployed graph.
+        self.extras = nn.ModuleDict()
+        self.train_only: set[str] = set()
+        self.anchor_cache = AnchorCache(self.strides)
+        self.num_classes = next(s.shape[0] for s in stems if s.name == "logits")
+
+    def features(self, images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Trunk only: images ``(B, 3, H, W)`` to neck outputs ``(N3, N4, N5)``."""
+        return self.neck(self.backbone(images))
+
+    def forward(self, images: Tensor) -> dict:
+        """See the class docstring for the returned keys and shapes."""
+        feats = self.features(images)
+        out: dict = self.head(feats)
+        out["anchors"], out["strides"] = self.anchor_cache(feats)
+        for name, module in self.extras.items():
+            out[name] = module(feats)
+        return out
+
+    def deploy(self, k: int = 300) -> nn.Module:
+        """A separate inference module: trunk + o2o, BatchNorm folded, top-k decode (see ``deploy.py``)."""
+        from lucidyolo.models.deploy import make_deploy_model
+
+        return make_deploy_model(self, k=k)

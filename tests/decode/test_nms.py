@@ -1,0 +1,55 @@
+"""NMS decode over a batch: class-wise suppression, per-image isolation, padding, counts."""
+
+from __future__ import annotations
+
+import torch
+from torchvision.ops import nms
+
+from lucidyolo.decode import nms_decode
+
+
+def _logit(p: float) -> float:
+    return float(torch.logit(torch.tensor(p)))
+
+
+def test_suppresses_same_class_overlap_but_keeps_other_class_and_other_image() -> None:
+    box = [10.0, 10.0, 50.0, 50.0]
+    shifted = [12.0, 12.0, 52.0, 52.0]  # IoU ~0.82 with box
+    boxes = torch.tensor([[box, shifted, shifted], [shifted, box, [0.0, 0.0, 1.0, 1.0]]])
+    lo = -20.0
+    logits = torch.full((2, 3, 2), lo)
+    logits[0, 0, 0], logits[0, 1, 0], logits[0, 2, 1] = _logit(0.9), _logit(0.8), _logit(0.7)
+    logits[1, 0, 0], logits[1, 1, 0], logits[1, 2, 0] = _logit(0.6), _logit(0.5), _logit(0.0005)
+    dets, counts = nms_decode(boxes, logits, conf=0.001, iou=0.7, max_det=4)
+    assert counts.tolist() == [2, 1]
+    assert dets.shape == (2, 4, 6)
+    torch.testing.assert_close(dets[0, 0], torch.tensor([*box, 0.9, 0.0]))
+    torch.testing.assert_close(dets[0, 1], torch.tensor([*shifted, 0.7, 1.0]))
+    torch.testing.assert_close(dets[1, 0], torch.tensor([*shifted, 0.6, 0.0]))
+    assert (dets[0, 2:] == 0).all() and (dets[1, 1:] == 0).all()
+
+
+def test_matches_per_image_reference_and_caps_at_max_det() -> None:
+    torch.manual_seed(0)
+    b, a, c = 3, 400, 4
+    xy = torch.rand(b, a, 2) * 200
+    boxes = torch.cat((xy, xy + 10 + torch.rand(b, a, 2) * 40), dim=-1)
+    logits = torch.randn(b, a, c) * 2
+    dets, counts = nms_decode(boxes, logits, conf=0.3, iou=0.5, max_det=50)
+    best, cls = logits.sigmoid().max(-1)
+    for i in range(b):  # reference: per image, per class torchvision nms
+        rows = []
+        for k in range(c):
+            m = (cls[i] == k) & (best[i] >= 0.3)
+            keep = nms(boxes[i, m], best[i, m], 0.5)
+            rows.append(torch.cat((boxes[i, m][keep], best[i, m][keep, None], torch.full((len(keep), 1), float(k))), 1))
+        ref = torch.cat(rows)
+        ref = ref[ref[:, 4].argsort(descending=True)][:50]
+        assert counts[i] == len(ref)
+        torch.testing.assert_close(dets[i, : len(ref)], ref)
+    assert (counts == 50).any()  # the cap was exercised
+
+
+def test_empty_input_gives_zero_rows() -> None:
+    dets, counts = nms_decode(torch.rand(2, 10, 4), torch.full((2, 10, 3), -20.0))
+    assert dets.shape == (2, 300, 6) and counts.tolist() == [0, 0] and (dets == 0).all()

@@ -1,0 +1,42 @@
+"""``lucid model summary``: table and JSON output, user errors, torch-free import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from lucidyolo.cli.model import app
+from lucidyolo.errors import ConfigError, UserError
+
+runner = CliRunner()
+
+
+def test_summary_json_reports_params_and_gflops() -> None:
+    result = runner.invoke(app, ["summary", "--variant", "s", "--task", "det", "--num-classes", "80", "--img-size", "640", "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["model"] == "yolo26s"
+    assert 9.26e6 <= info["params"] <= 9.75e6
+    assert 19.6 <= info["gflops"] <= 21.8
+
+
+def test_summary_table_names_the_quantities() -> None:
+    result = runner.invoke(app, ["summary", "--variant", "n", "--img-size", "320"])
+    assert result.exit_code == 0, result.output
+    assert "GFLOPs" in result.stdout and "yolo26n" in result.stdout and "2100" in result.stdout
+
+
+def test_summary_bad_variant_and_size_raise_user_errors() -> None:
+    result = runner.invoke(app, ["summary", "--variant", "q"])
+    assert isinstance(result.exception, ConfigError)
+    result = runner.invoke(app, ["summary", "--img-size", "300"])
+    assert isinstance(result.exception, UserError)
+
+
+def test_module_import_does_not_import_torch() -> None:
+    code = "import sys, lucidyolo.cli.model; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,110 @@
+"""The full model's forward contract (docs/ARCHITECTURE.md) and its constructors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from lucidyolo.errors import ConfigError, NotAvailableError, UserError
+from lucidyolo.models import create_model, list_models
+from lucidyolo.structures.box_coder import make_anchors
+
+
+@pytest.fixture(scope="module")
+def nano():
+    torch.manual_seed(0)
+    return create_model("n", num_classes=7)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_forward_returns_both_branches_in_train_and_eval(nano, mode: str) -> None:
+    nano.train(mode == "train")
+    images = torch.rand(2, 3, 96, 128)
+    out = nano(images)
+    a = (12 * 16) + (6 * 8) + (3 * 4)  # anchors at strides 8, 16, 32
+    assert set(out) == {"o2m", "o2o", "anchors", "strides"}
+    for branch in ("o2m", "o2o"):
+        assert set(out[branch]) == {"boxes", "logits"}
+        assert out[branch]["boxes"].shape == (2, a, 4)
+        assert out[branch]["logits"].shape == (2, a, 7)
+    assert out["anchors"].shape == (a, 2)
+    assert out["strides"].shape == (a,)
+
+
+def test_anchors_follow_box_coder_layout_and_are_cached(nano) -> None:
+    images = torch.rand(1, 3, 64, 64)
+    first = nano(images)
+    expected_anchors, expected_strides = make_anchors([(8, 8), (4, 4), (2, 2)], [8, 16, 32])
+    torch.testing.assert_close(first["anchors"], expected_anchors)
+    torch.testing.assert_close(first["strides"], expected_strides)
+    second = nano(images)
+    assert second["anchors"] is first["anchors"]  # same size -> the cached tensor
+    other = nano(torch.rand(1, 3, 96, 64))
+    assert other["anchors"].shape[0] == 12 * 8 + 6 * 4 + 3 * 2
+
+
+def test_anchor_count_is_8400_at_640() -> None:
+    anchors, _ = make_anchors([(80, 80), (40, 40), (20, 20)], [8, 16, 32])
+    assert anchors.shape == (8400, 2)
+
+
+def test_branches_have_separate_weights(nano) -> None:
+    o2m = dict(nano.head.o2m.named_parameters())
+    o2o = dict(nano.head.o2o.named_parameters())
+    assert o2m.keys() == o2o.keys()
+    assert all(o2m[k].data_ptr() != o2o[k].data_ptr() for k in o2m)
+    with torch.no_grad():
+        out = nano.eval()(torch.rand(1, 3, 64, 64))
+    assert not torch.equal(out["o2m"]["boxes"], out["o2o"]["boxes"])
+
+
+def test_class_bias_starts_at_prior_one_percent(nano) -> None:
+    prior = -math.log((1 - 0.01) / 0.01)
+    for branch in (nano.head.o2m, nano.head.o2o):
+        for tower in branch.stems["logits"].levels:
+            torch.testing.assert_close(tower[-1].bias, torch.full((7,), prior))
+
+
+def test_gradients_reach_the_stem_from_both_branches(nano) -> None:
+    nano.train()
+    nano.zero_grad()
+    out = nano(torch.rand(2, 3, 64, 64))
+    (out["o2m"]["logits"].sum() + out["o2o"]["boxes"].sum()).backward()
+    assert nano.backbone.stem[0].conv.weight.grad.abs().sum() > 0
+    assert nano.head.o2m.stems["logits"].levels[0][0].conv.weight.grad is not None
+    assert nano.head.o2o.stems["logits"].levels[0][0].conv.weight.grad is None  # o2o logits not in the loss
+
+
+def test_stem_hidden_width_is_shared_and_follows_finest_level() -> None:
+    model = create_model("s")
+    c3 = model.neck.out_channels[0]
+    for tower in model.head.o2o.stems["boxes"].levels:
+        assert tower[1].conv.out_channels == max(16, c3 // 3)
+
+
+def test_list_models_filters_by_pattern() -> None:
+    assert list_models() == ["yolo26n", "yolo26s", "yolo26m", "yolo26l", "yolo26x"]
+    assert list_models("yolo26[nm]") == ["yolo26n", "yolo26m"]
+    assert list_models("resnet*") == []
+
+
+def test_create_model_accepts_prefixed_names_and_detect_alias() -> None:
+    model = create_model("yolo26n", task="detect", num_classes=3)
+    assert model.variant == "n" and model.task == "det" and model.num_classes == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"variant": "q"}, ConfigError),
+        ({"num_classes": 0}, ConfigError),
+        ({"task": "banana"}, ConfigError),
+        ({"task": "seg"}, NotAvailableError),
+    ],
+)
+def test_create_model_rejects_bad_input_with_user_errors(kwargs: dict, error: type[UserError]) -> None:
+    with pytest.raises(error) as info:
+        create_model(**kwargs)
+    assert info.value.fix
