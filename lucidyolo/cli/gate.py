@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(no_args_is_help=True)
@@ -10,14 +13,28 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("overfit")
 def overfit(
     task: str = typer.Option("det", "--task", help="Task to gate (name or alias)."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Override the recipe's epochs."),
+    images: int | None = typer.Option(None, "--images", help="Synthetic slice size (default 100)."),
+    img_size: int | None = typer.Option(None, "--img-size", help="Input size (default 320)."),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Keep data and run here (default: a temp dir)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Overfit a small synthetic slice and check the task's floor (det: train recall >= 0.95)."""
-    from lucidyolo.errors import NotAvailableError
-    from lucidyolo.tasks.registry import get_task
+    """Overfit a small synthetic slice and check the task's floor (det: train recall >= 0.95).
 
-    spec = get_task(task)
-    raise NotAvailableError(
-        f"`lucid gate overfit --task {spec.name}` is not available yet.",
-        why="the gate needs the training engine (see the status table in the README).",
-        fix="Nothing was run.",
-    )
+    Exits 0 at or above the floor, 1 below it.
+    """
+    from lucidyolo.cli.console import console
+    from lucidyolo.engine.gate import run_overfit_gate
+
+    result = run_overfit_gate(task, epochs=epochs, images=images, img_size=img_size, workdir=workdir)
+    if as_json:
+        typer.echo(json.dumps(result))
+    else:
+        verdict = "[green]PASS[/green]" if result["passed"] else "[red]FAIL[/red]"
+        console.print(
+            f"gate overfit {result['task']}: {result['metric']} = {result['value']:.4f}, "
+            f"floor {result['floor']:.2f}, {verdict}, wall {result['wall_s']:.0f} s "
+            f"({result['images']} images, {result['epochs']} epochs, {result['img_size']} px)"
+        )
+    if not result["passed"]:
+        raise typer.Exit(1)

@@ -59,6 +59,23 @@ class ModelConfig(StrictModel):
         return v
 
 
+class AugmentOverrides(StrictModel):
+    """Optional overrides of the per-variant augmentation strengths (None keeps the spec value)."""
+
+    mosaic: float | None = Field(None, ge=0, le=1, description="mosaic probability")
+    scale: float | None = Field(None, ge=0, lt=1, description="affine scale gain s: U[1 - s, 1 + s]")
+    translate: float | None = Field(None, ge=0, le=0.5)
+    mixup: float | None = Field(None, ge=0, le=1)
+    copy_paste: float | None = Field(None, ge=0, le=1)
+    hsv_h: float | None = Field(None, ge=0, le=0.5)
+    hsv_s: float | None = Field(None, ge=0, le=1)
+    hsv_v: float | None = Field(None, ge=0, le=1)
+    flip_lr: float | None = Field(None, ge=0, le=1)
+
+    def as_overrides(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class DataConfig(StrictModel):
     """Where the data is and how it is loaded."""
 
@@ -73,6 +90,8 @@ class DataConfig(StrictModel):
     cache_train_images: bool = False
     device_hsv: bool = False
     mosaic: bool = True
+    augment: AugmentOverrides = Field(default_factory=AugmentOverrides)
+    synthetic_images: int = Field(240, gt=1, description="size of the built-in synthetic set (no data_root)")
     train_split: str = "train"
     val_split: str = "val"
     train_images: Path | None = None

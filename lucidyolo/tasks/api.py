@@ -37,7 +37,7 @@ provide it (yet)" and the commands that need it refuse with exit code 2):
     a dataset root the task's readers accept. Used by the gate and the embedded
     default run.
 
-``build_metric(class_names) -> torchmetrics.Metric``
+``build_metric(num_classes) -> torchmetrics.Metric``
     The epoch metric whose ``compute()`` returns the keys in
     ``capabilities.metric_keys``.
 

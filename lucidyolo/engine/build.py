@@ -1,0 +1,114 @@
+"""The one adapter from the pydantic config to plain constructor arguments."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lucidyolo.config.schema import RunConfig
+from lucidyolo.data.source import ImageSource, open_source
+from lucidyolo.errors import ConfigError, DataError
+from lucidyolo.tasks.api import TaskSpec
+
+SYNTHETIC_VERSION = 1
+"""Bump when the synthetic generator's output changes, so cached sets are rebuilt."""
+
+
+def cache_dir() -> Path:
+    """Where generated data lives: ``$LUCIDYOLO_CACHE_DIR`` or the platformdirs user cache."""
+    env = os.environ.get("LUCIDYOLO_CACHE_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("lucidyolo"))
+
+
+def synthetic_root(spec: TaskSpec, cfg: RunConfig) -> Path:
+    """Generate (once) and return the task's synthetic set for the embedded default run."""
+    if spec.make_synthetic is None:
+        raise ConfigError(
+            f"Task {spec.name!r} needs `--data-root`: it has no built-in synthetic set.",
+            fix="Pass `--data-root PATH` to a COCO, YOLO or DOTA dataset.",
+        )
+    n, size, seed = cfg.data.synthetic_images, cfg.data.img_size, cfg.seed
+    out = cache_dir() / "synthetic" / f"{spec.name}-v{SYNTHETIC_VERSION}-n{n}-s{size}-seed{seed}"
+    return Path(spec.make_synthetic(out, n, size, seed))
+
+
+def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
+    explicit = any(getattr(cfg.data, k) is not None for k in ("train_images", "train_ann_file"))
+    if cfg.data.data_root is None and not explicit:
+        return synthetic_root(spec, cfg)
+    return cfg.data.data_root
+
+
+def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str) -> ImageSource:
+    """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
+    return open_source(
+        root, split, spec.name, layout=cfg.data.layout,
+        **{f"{which}_images": getattr(cfg.data, f"{which}_images"),
+           f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")},
+    )
+
+
+def resolve_num_classes(cfg: RunConfig, source: ImageSource) -> int:
+    """``model.num_classes``: 'auto' reads the dataset; an explicit number must match it."""
+    found = len(source.class_names)
+    if cfg.model.num_classes == "auto":
+        return found
+    if cfg.model.num_classes != found:
+        raise DataError(
+            f"`model.num_classes` = {cfg.model.num_classes} but the dataset declares {found} classes.",
+            why="a silent mismatch trains against the wrong label space.",
+            fix=f"Set `--model.num_classes {found}` or leave it at 'auto'.",
+        )
+    return found
+
+
+def build_system(
+    spec: TaskSpec, cfg: RunConfig, num_classes: int, class_names: list[str], channels_last: bool = False
+) -> Any:
+    """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
+    from lucidyolo.engine.system import DetectionSystem
+
+    missing = spec.missing_hooks("build_model", "build_criterion", "decode", "build_metric")
+    if missing:
+        from lucidyolo.errors import NotAvailableError
+
+        raise NotAvailableError(
+            f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {', '.join(missing)}.",
+            fix="Nothing was run.",
+        )
+    assert spec.build_model and spec.build_criterion and spec.decode and spec.build_metric
+    m = cfg.model
+    model = spec.build_model(m, num_classes)
+    if channels_last:
+        import torch
+
+        model = model.to(memory_format=torch.channels_last)
+    return DetectionSystem(
+        model,
+        spec.build_criterion(m, num_classes),
+        spec.decode,
+        spec.build_metric(num_classes),
+        config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},
+        class_names=class_names,
+        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lrf=m.lrf, momentum=m.momentum,
+        weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs, optimizer=m.optimizer,
+        batch_size=cfg.data.batch_size, channels_last=channels_last,
+    )
+
+
+def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource) -> Any:
+    from lucidyolo.engine.datamodule import DetectionDataModule
+
+    d = cfg.data
+    return DetectionDataModule(
+        train, val, spec.name, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
+        epochs=cfg.trainer.max_epochs, close_mosaic=cfg.model.close_mosaic, mosaic=d.mosaic,
+        augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
+        val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
+        persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=d.device_hsv,
+    )

@@ -1,0 +1,138 @@
+"""Lightning callbacks: EMA, close-mosaic, results.csv + plots, atomic checkpoint IO."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+from pytorch_lightning.callbacks import Callback
+from pytorch_lightning.plugins.io import TorchCheckpointIO
+
+from lucidyolo.engine.checkpoint import atomic_save
+from lucidyolo.engine.ema import ModelEMA
+from lucidyolo.engine.results_csv import LOGGED_METRIC_TO_COLUMN, results_columns, write_results_row
+
+EMA_KEY = "lucid_ema"
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Checkpoints are written to a temporary file and renamed: a crash never truncates ``last.ckpt``."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        atomic_save(checkpoint, Path(path))
+
+
+class EMACallback(Callback):
+    """Keeps an EMA of ``pl_module.model``, swaps it in for validation and saves it in checkpoints.
+
+    Args:
+        decay: asymptotic decay (0.9999).
+        tau: ramp time constant in optimizer steps (2000).
+    """
+
+    def __init__(self, decay: float = 0.9999, tau: float = 2000.0) -> None:
+        self.decay = decay
+        self.tau = tau
+        self.ema: ModelEMA | None = None
+        self._pending: dict[str, Any] | None = None
+        self._last_step = -1
+        self._swapped = False
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self.ema is None:
+            self.ema = ModelEMA(pl_module.model, decay=self.decay, tau=self.tau)
+        if self._pending is not None:
+            self.ema.load_state_dict(self._pending)
+            self._pending = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        assert self.ema is not None
+        self.ema.to(pl_module.device)
+        self._last_step = trainer.global_step
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
+        # Once per optimizer step (gradient accumulation calls this hook more often).
+        if self.ema is not None and trainer.global_step != self._last_step:
+            self._last_step = trainer.global_step
+            self.ema.update(pl_module.model)
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.ema is not None and not self._swapped:
+            self.ema.to(pl_module.device)
+            self.ema.swap(pl_module.model)
+            self._swapped = True
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.ema is not None and self._swapped:
+            self.ema.swap(pl_module.model)
+            self._swapped = False
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]) -> None:
+        if self.ema is not None:
+            checkpoint[EMA_KEY] = self.ema.state_dict()
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get(EMA_KEY)
+        if state is None:
+            return
+        if self.ema is None:
+            self._pending = state
+        else:
+            self.ema.load_state_dict(state)
+
+
+class EpochSyncCallback(Callback):
+    """Tells the training sampler and dataset the epoch before each training epoch.
+
+    The sampler yields ``(epoch, index)`` pairs, so the augmentation stream and
+    the close-mosaic switch follow the epoch even in persistent workers; this
+    callback makes sure the epoch is set whatever Lightning version runs.
+    """
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        epoch = trainer.current_epoch
+        loader = trainer.train_dataloader
+        for obj in (getattr(loader, "sampler", None), getattr(loader, "dataset", None)):
+            if obj is not None and hasattr(obj, "set_epoch"):
+                obj.set_epoch(epoch)
+
+
+class ResultsCallback(Callback):
+    """Writes one ``results.csv`` row per validated epoch and PNG curves at the end of fit."""
+
+    def __init__(self, run_dir: Path, task: str) -> None:
+        self.run_dir = Path(run_dir)
+        self.task = task
+        self.columns = results_columns(task)
+
+    @property
+    def csv_path(self) -> Path:
+        return self.run_dir / "results.csv"
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        m = {k: float(v) for k, v in trainer.callback_metrics.items() if hasattr(v, "item") or isinstance(v, float)}
+        row: dict[str, float | int | None] = {"epoch": trainer.current_epoch}
+        for split in ("train", "val"):
+            for term in ("box_loss", "cls_loss", "l1_loss"):
+                key = f"{split}/{term}_epoch" if split == "train" else f"{split}/{term}"
+                value = m.get(key, m.get(f"{split}/{term}"))
+                if f"{split}/{term}" in self.columns and value is not None and math.isfinite(value):
+                    row[f"{split}/{term}"] = value
+        for logged, column in LOGGED_METRIC_TO_COLUMN.get(self.task, {}).items():
+            if logged in m and column in self.columns:
+                row[column] = m[logged]
+        if trainer.optimizers:
+            for i, group in enumerate(trainer.optimizers[0].param_groups):
+                if f"lr/pg{i}" in self.columns:
+                    row[f"lr/pg{i}"] = float(group["lr"])
+        write_results_row(self.csv_path, row, self.columns)
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.is_global_zero and self.csv_path.exists():
+            from lucidyolo.engine.plots import plot_results
+
+            plot_results(self.csv_path, self.run_dir)

@@ -1,0 +1,121 @@
+"""The DataModule: sources -> train/val datasets -> guarded loaders (one per rank)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytorch_lightning as pl
+
+from lucidyolo.data.augment.pipeline import strengths_for_variant
+from lucidyolo.data.datasets import TrainDataset, ValDataset
+from lucidyolo.data.loader import build_train_loader, build_val_loader, resolve_num_workers
+from lucidyolo.data.shm import batch_nbytes
+from lucidyolo.data.source import ImageSource
+
+
+class DetectionDataModule(pl.LightningDataModule):
+    """Training and validation loaders over two :class:`ImageSource` splits.
+
+    Args:
+        train_source, val_source: the splits.
+        task: task name (fixes the packed tensor set).
+        img_size: network input side S.
+        batch_size: per-device batch size.
+        variant: model variant (augmentation strengths).
+        seed: run seed.
+        epochs: total epochs (close-mosaic switch).
+        close_mosaic: final epochs without mosaic.
+        mosaic: False disables mosaic for the whole run.
+        augment: strength overrides (field name -> value).
+        num_workers: ``None`` = automatic (shm-capped).
+        val_num_workers: explicit validation pool size.
+        prefetch_factor, persistent_workers: DataLoader settings.
+        cache_train_images: decode training images once into RAM.
+        device_hsv: colour jitter on the accelerator.
+        val_batch_size: validation batch size (default: ``batch_size``).
+    """
+
+    def __init__(
+        self,
+        train_source: ImageSource,
+        val_source: ImageSource,
+        task: str,
+        img_size: int,
+        batch_size: int,
+        *,
+        variant: str = "n",
+        seed: int = 0,
+        epochs: int | None = None,
+        close_mosaic: int = 10,
+        mosaic: bool = True,
+        augment: dict[str, float] | None = None,
+        num_workers: int | None = None,
+        val_num_workers: int | None = None,
+        prefetch_factor: int = 2,
+        persistent_workers: bool = False,
+        cache_train_images: bool = False,
+        device_hsv: bool = False,
+        val_batch_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.train_source = train_source
+        self.val_source = val_source
+        self.task = task
+        self.img_size = img_size
+        self.batch_size = batch_size
+        self.val_batch_size = val_batch_size or batch_size
+        self.variant = variant
+        self.seed = seed
+        self.epochs = epochs
+        self.close_mosaic = close_mosaic if mosaic else (epochs or 0)
+        overrides = dict(augment or {})
+        if not mosaic:
+            overrides["mosaic"] = 0.0
+        self.strengths = strengths_for_variant(variant, **overrides)
+        self.num_workers = num_workers
+        self.val_num_workers = val_num_workers
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.cache_train_images = cache_train_images
+        self.device_hsv = device_hsv
+        self.train_dataset: TrainDataset | None = None
+        self.val_dataset: ValDataset | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_dataset is None and stage in (None, "fit"):
+            self.train_dataset = TrainDataset(
+                self.train_source, self.img_size, self.variant, self.seed, epochs=self.epochs,
+                close_mosaic=self.close_mosaic, strengths=self.strengths, device_hsv=self.device_hsv,
+                cache_images=self.cache_train_images,
+            )
+        if self.val_dataset is None:
+            self.val_dataset = ValDataset(self.val_source, self.img_size)
+
+    def _rank_world(self) -> tuple[int, int]:
+        trainer: Any = getattr(self, "trainer", None)
+        if trainer is None:
+            return 0, 1
+        return int(trainer.global_rank), int(trainer.world_size)
+
+    def train_workers(self) -> int:
+        return resolve_num_workers(self.num_workers, self.batch_size, self.img_size, self.prefetch_factor, self.device_hsv)
+
+    def train_dataloader(self) -> Any:
+        assert self.train_dataset is not None
+        rank, world = self._rank_world()
+        return build_train_loader(
+            self.train_dataset, self.batch_size, self.task, num_workers=self.num_workers,
+            prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
+            seed=self.seed, rank=rank, world_size=world,
+        )
+
+    def val_dataloader(self) -> Any:
+        assert self.val_dataset is not None
+        rank, world = self._rank_world()
+        workers = self.train_workers()
+        pool = workers * self.prefetch_factor * batch_nbytes(self.batch_size, self.img_size, self.device_hsv)
+        return build_val_loader(
+            self.val_dataset, self.val_batch_size, self.task, inherited_workers=workers,
+            val_num_workers=self.val_num_workers, prefetch_factor=self.prefetch_factor,
+            train_pool_bytes=pool, rank=rank, world_size=world,
+        )

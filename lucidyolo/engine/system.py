@@ -1,0 +1,176 @@
+"""The training system: composes model, objective, optimizer, schedule and the epoch metric.
+
+The model (an ``nn.Module``) is not the system: this LightningModule owns the
+step logic, logging and the optimizer; the model, the criterion, the decoder and
+the metric are plain objects built by the task layer and passed in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor, nn
+
+from lucidyolo.losses.dual import progressive_alpha
+from lucidyolo.optim.musgd import MuSGD
+from lucidyolo.optim.schedule import scaled_lr, warmup_linear_schedule
+from lucidyolo.structures.packed import unpack
+
+_PROGRESS_TERMS = ("box", "cls", "l1")
+
+
+class DetectionSystem(pl.LightningModule):
+    """Train a dual-branch detector with the progressive dual loss and MuSGD.
+
+    Args:
+        model: maps images ``(B, 3, H, W)`` in ``[0, 1]`` to the output dict of
+            ``docs/ARCHITECTURE.md``.
+        criterion: ``criterion(outputs, gt, alpha) -> (total, terms)``.
+        decode: ``decode(outputs, path) -> (B, 300, 6)``; ``path`` is ``"e2e"`` or ``"nms"``.
+        metric: epoch metric with ``update(dets, gt_boxes, gt_labels, gt_mask, image_ids)``
+            and ``compute() -> {"mAP50-95", "mAP50"}``.
+        config: the resolved run config as plain types (stored in every checkpoint).
+        class_names: contiguous class names (stored in every checkpoint).
+        lr: peak lr at ``lr_reference_batch``; scaled linearly with the global batch.
+        lr_reference_batch: batch size at which ``lr`` applies.
+        lrf: final lr fraction.
+        momentum, weight_decay: optimizer settings.
+        warmup_epochs: linear warmup length in epochs (0 = none).
+        optimizer: ``"musgd"`` or ``"sgd"`` (Nesterov SGD, the control arm).
+        batch_size: per-device batch size.
+        channels_last: use the channels-last memory format (CUDA only, set by the engine).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        criterion: nn.Module,
+        decode: Callable[[Mapping[str, Any], str], Tensor],
+        metric: nn.Module,
+        config: dict[str, Any],
+        *,
+        class_names: list[str] | None = None,
+        lr: float = 0.01,
+        lr_reference_batch: int = 64,
+        lrf: float = 0.01,
+        momentum: float = 0.95,
+        weight_decay: float = 5e-4,
+        warmup_epochs: float = 3.0,
+        optimizer: str = "musgd",
+        batch_size: int = 16,
+        channels_last: bool = False,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.criterion = criterion
+        self.decode = decode
+        self.val_metric = metric
+        self.config = config
+        self.class_names = list(class_names or [])
+        self.lr = lr
+        self.lr_reference_batch = lr_reference_batch
+        self.lrf = lrf
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.warmup_epochs = warmup_epochs
+        self.optimizer_name = optimizer
+        self.batch_size = batch_size
+        self.channels_last = channels_last
+        self.alpha = 0.8
+        self._objective: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self.objective
+        self._t_batch = 0.0
+
+    # ---------------------------------------------------------------- objective
+    def objective(self, images: Tensor, gt: dict[str, Tensor], alpha: float) -> tuple[Tensor, dict[str, Tensor]]:
+        """Forward, both assignments and the dual loss: the region ``model.compile_step`` compiles."""
+        outputs = self.model(images)
+        return self.criterion(outputs, gt, alpha)
+
+    def use_compiled_objective(self, fn: Callable[..., tuple[Tensor, dict[str, Tensor]]]) -> None:
+        """Swap in a compiled version of :meth:`objective` (the bound method, so state-dict keys stay)."""
+        self._objective = fn
+
+    # ---------------------------------------------------------------- hooks
+    def on_train_epoch_start(self) -> None:
+        # Set once per epoch from the epoch index, so a resumed run gets the same value.
+        self.alpha = progressive_alpha(self.current_epoch, int(self.trainer.max_epochs or 1))
+        self._t_batch = time.perf_counter()
+
+    def _to_input(self, images: Tensor) -> Tensor:
+        return images.contiguous(memory_format=torch.channels_last) if self.channels_last else images
+
+    def training_step(self, batch: Any, batch_idx: int) -> Tensor:
+        images, gt, _ = unpack(batch, self.device)
+        total, terms = self._objective(self._to_input(images), gt, self.alpha)
+        n = images.shape[0]
+        shown = {k: v.detach() for k, v in terms.items() if k in _PROGRESS_TERMS}
+        # step values for the progress bar (never synchronised: no collective per step) ...
+        self.log_dict(shown, prog_bar=True, on_step=True, on_epoch=False, batch_size=n)
+        # ... and epoch means synchronised once across ranks at the end of the epoch
+        self.log_dict(
+            {f"train/{k}_loss": v for k, v in shown.items()}, on_step=False, on_epoch=True, batch_size=n, sync_dist=True
+        )
+        self.log("train/loss", total.detach(), on_step=False, on_epoch=True, batch_size=n, sync_dist=True)
+        now = time.perf_counter()
+        rate = n / max(now - self._t_batch, 1e-9)
+        self._t_batch = now
+        self.log("img/s", rate, prog_bar=True, on_step=True, on_epoch=False, batch_size=n)
+        self.log("lr", float(self.trainer.optimizers[0].param_groups[0]["lr"]), prog_bar=True, on_step=True,
+                 on_epoch=False, batch_size=n)
+        self.log("alpha", self.alpha, on_step=False, on_epoch=True, batch_size=n, sync_dist=True)
+        return total
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        images, gt, meta = unpack(batch, self.device)
+        outputs = self.model(self._to_input(images))
+        total, terms = self.criterion(outputs, gt, self.alpha)
+        n = images.shape[0]
+        self.log_dict(
+            {f"val/{k}_loss": v for k, v in terms.items() if k in _PROGRESS_TERMS},
+            on_step=False, on_epoch=True, batch_size=n, sync_dist=True,
+        )
+        dets = self.decode(outputs, "e2e")  # (B, 300, 6)
+        self.val_metric.update(dets, gt["boxes"], gt["labels"], gt["mask"], meta.get("index"))
+
+    def on_validation_epoch_end(self) -> None:
+        result = self.val_metric.compute()
+        self.log("val/mAP50-95", result["mAP50-95"].to(self.device), prog_bar=True, sync_dist=False)
+        self.log("val/mAP50", result["mAP50"].to(self.device), prog_bar=True, sync_dist=False)
+        self.val_metric.reset()
+
+    # ---------------------------------------------------------------- optimizer
+    def effective_lr(self) -> float:
+        world = max(int(getattr(self.trainer, "world_size", 1) or 1), 1)
+        accumulate = int(getattr(self.trainer, "accumulate_grad_batches", 1) or 1)
+        return scaled_lr(self.lr, self.batch_size * world * accumulate, self.lr_reference_batch)
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        lr = self.effective_lr()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if self.optimizer_name == "musgd":
+            opt: torch.optim.Optimizer = MuSGD(params, lr=lr, momentum=self.momentum, weight_decay=self.weight_decay)
+        else:
+            decay = [p for p in params if p.ndim >= 2]
+            no_decay = [p for p in params if p.ndim < 2]
+            opt = torch.optim.SGD(
+                [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                lr=lr, momentum=self.momentum, nesterov=True,
+            )
+        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        per_epoch = max(total // max(int(self.trainer.max_epochs or 1), 1), 1)
+        warmup = min(int(round(self.warmup_epochs * per_epoch)), max(total - 1, 0))
+        sched = warmup_linear_schedule(opt, warmup_steps=warmup, total_steps=total, lrf=self.lrf)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step", "frequency": 1}}
+
+    # ---------------------------------------------------------------- checkpoint
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["lucid"] = {
+            "config": self.config, "class_names": self.class_names, "alpha": float(self.alpha), "format": 1
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.alpha = float(checkpoint.get("lucid", {}).get("alpha", self.alpha))

@@ -1,0 +1,83 @@
+"""The detection objective: decode both branches, assign, compute and mix the branch losses.
+
+One module so the whole objective region (decode, assignment, dual loss) can be
+compiled as one graph: there is no Python control flow on tensor values and no
+``.item()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from torch import Tensor, nn
+
+from lucidyolo.assign.one_to_one import OneToOneAssigner, o2o_assigner
+from lucidyolo.assign.tal import TaskAlignedAssigner, o2m_assigner
+from lucidyolo.losses.branch import BranchLoss
+from lucidyolo.losses.dual import mix_branches
+from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+
+class DetectionCriterion(nn.Module):
+    """Progressive dual-branch detection loss.
+
+    Args:
+        o2m_assigner: assigner of the one-to-many branch (default STAL top-10).
+        o2o_assigner: assigner of the one-to-one branch (default STAL top-7, single best).
+        branch_loss: per-branch loss with its gains (default 7.5 box, 0.5 cls, 6.0 l1).
+    """
+
+    def __init__(
+        self,
+        o2m_assigner_: TaskAlignedAssigner | None = None,
+        o2o_assigner_: OneToOneAssigner | None = None,
+        branch_loss: BranchLoss | None = None,
+    ) -> None:
+        super().__init__()
+        self.o2m_assigner = o2m_assigner_ if o2m_assigner_ is not None else o2m_assigner()
+        self.o2o_assigner = o2o_assigner_ if o2o_assigner_ is not None else o2o_assigner()
+        self.branch_loss = branch_loss if branch_loss is not None else BranchLoss()
+
+    def branch_terms(
+        self,
+        branch: Mapping[str, Tensor],
+        assigner: TaskAlignedAssigner,
+        anchors: Tensor,
+        strides: Tensor,
+        targets: Mapping[str, Tensor],
+    ) -> dict[str, Tensor]:
+        """Decode, assign (on detached predictions) and compute one branch's terms."""
+        pred_boxes = ltrb_to_xyxy(branch["boxes"], anchors, strides)  # (B, A, 4) px, with grad
+        assignment = assigner(
+            branch["logits"].detach().sigmoid(),
+            pred_boxes.detach(),
+            anchors,
+            targets["labels"],
+            targets["boxes"],
+            targets["mask"],
+        )
+        return self.branch_loss(branch["logits"], pred_boxes, strides, assignment)
+
+    def forward(
+        self, outputs: Mapping[str, Any], targets: Mapping[str, Tensor], alpha: float | Tensor
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """Objective of one batch.
+
+        Args:
+            outputs: model output dict: ``o2m`` and ``o2o`` each with ``boxes (B, A, 4)`` raw
+                ltrb in stride units and ``logits (B, A, C)``; ``anchors (A, 2)`` px;
+                ``strides (A,)``.
+            targets: padded GT: ``boxes (B, M, 4)`` xyxy px, ``labels (B, M)`` long,
+                ``mask (B, M)`` bool.
+            alpha: o2m weight from :func:`lucidyolo.losses.dual.progressive_alpha`.
+
+        Returns:
+            total: 0-d objective.
+            terms: ``o2m/{box,cls,l1,total,num_fg}``, ``o2o/...`` and the alpha-mixed
+                ``box``, ``cls``, ``l1`` (all before gains except the totals).
+        """
+        anchors, strides = outputs["anchors"], outputs["strides"]
+        o2m = self.branch_terms(outputs["o2m"], self.o2m_assigner, anchors, strides, targets)
+        o2o = self.branch_terms(outputs["o2o"], self.o2o_assigner, anchors, strides, targets)
+        return mix_branches(o2m, o2o, alpha)

@@ -1,0 +1,147 @@
+"""MuSGD: an even mix of Muon (orthogonalised momentum) and Nesterov SGD, as in YOLO26.
+
+One momentum buffer per parameter: ``m <- mu m + g`` and the Nesterov direction
+``g' = g + mu m``. Then
+
+- parameters with ``ndim >= 2`` (conv and linear weights), viewed as
+  ``(out, -1)`` of shape ``(A, B)``:
+  ``update = 0.5 * 0.2 * sqrt(max(A, B)) * NS5(g') + 0.5 * g' + wd * W``;
+- parameters with ``ndim <= 1`` (biases, norm scales): ``update = g'``, no
+  weight decay;
+
+and ``W <- W - lr * update``. ``NS5`` is the quintic Newton-Schulz iteration
+that maps a matrix close to the orthogonal factor of its polar decomposition
+(Jordan et al., "Muon", 2024); the ``0.2 sqrt(max(A, B))`` factor matches the
+update RMS of Adam-like optimizers (Liu et al., "Muon is Scalable", 2025), so
+the same lr suits both halves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.optim import Optimizer
+
+NS5_COEFFS = (3.4445, -4.7750, 2.0315)
+
+
+def newton_schulz5(matrix: Tensor, steps: int = 5, eps: float = 1e-7) -> Tensor:
+    """Approximate orthogonalisation of a (batch of) matrices by quintic Newton-Schulz.
+
+    ``X = M / (||M||_F + eps)``, transposed when tall, then ``steps`` times
+    ``X <- a X + (b G + c G^2) X`` with ``G = X X^T``. Runs in at least float32.
+
+    Args:
+        matrix: ``(..., R, K)``; leading dims are independent matrices.
+        steps: iterations.
+        eps: added to the Frobenius norm.
+
+    Returns:
+        ``(..., R, K)`` in the working dtype (float32 or wider).
+    """
+    a, b, c = NS5_COEFFS
+    x = matrix.to(torch.promote_types(matrix.dtype, torch.float32))
+    x = x / (torch.linalg.matrix_norm(x, keepdim=True) + eps)
+    tall = x.shape[-2] > x.shape[-1]
+    if tall:  # iterate on the small Gram matrix
+        x = x.mT
+    for _ in range(steps):
+        gram = x @ x.mT
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.mT if tall else x
+
+
+class MuSGD(Optimizer):
+    """Muon + SGD hybrid optimizer (see module docstring for the update).
+
+    Args:
+        params: parameters or param groups; every group option below may be set per group.
+        lr: learning rate.
+        momentum: ``mu``.
+        weight_decay: decay on ``ndim >= 2`` parameters only.
+        nesterov: use ``g + mu m`` (True) or ``m`` (False) as the direction.
+        muon_weight: weight of the orthogonalised half for matrices.
+        sgd_weight: weight of the plain direction for matrices.
+        rms_scale: the ``0.2`` in ``0.2 sqrt(max(A, B))``.
+        ns_steps: Newton-Schulz iterations.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        lr: float = 0.01,
+        momentum: float = 0.95,
+        weight_decay: float = 5e-4,
+        nesterov: bool = True,
+        muon_weight: float = 0.5,
+        sgd_weight: float = 0.5,
+        rms_scale: float = 0.2,
+        ns_steps: int = 5,
+    ) -> None:
+        if lr < 0 or not 0 <= momentum < 1 or weight_decay < 0 or ns_steps < 1:
+            raise ValueError(
+                f"invalid MuSGD settings: lr={lr}, momentum={momentum}, "
+                f"weight_decay={weight_decay}, ns_steps={ns_steps}"
+            )
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            muon_weight=muon_weight,
+            sgd_weight=sgd_weight,
+            rms_scale=rms_scale,
+            ns_steps=ns_steps,
+        )
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        """One update of every parameter with a gradient."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, mu = group["lr"], group["momentum"]
+        # Matrices of equal shape share one batched Newton-Schulz call: conv nets have
+        # many identical small kernels, and one bmm beats dozens of tiny matmuls.
+        matrices: dict[tuple[torch.Size, torch.dtype, torch.device], list[tuple[Tensor, Tensor]]]
+        matrices = defaultdict(list)
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if p.grad.is_sparse:
+                raise RuntimeError("MuSGD does not support sparse gradients")
+            grad = p.grad
+            state = self.state[p]
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            buf = state["momentum_buffer"]
+            buf.mul_(mu).add_(grad)
+            direction = grad.add(buf, alpha=mu) if group["nesterov"] else buf.clone()
+            if p.ndim >= 2:
+                matrices[(p.shape, p.dtype, p.device)].append((p, direction))
+            else:
+                p.add_(direction, alpha=-lr)
+        for (shape, _, _), items in matrices.items():
+            rows = shape[0]
+            cols = math.prod(shape[1:])
+            stacked = torch.stack([d.reshape(rows, cols) for _, d in items])  # (N, A, B)
+            ortho = newton_schulz5(stacked, steps=group["ns_steps"])
+            scale = group["muon_weight"] * group["rms_scale"] * math.sqrt(max(rows, cols))
+            for (p, direction), o in zip(items, ortho, strict=True):
+                update = o.view(shape).to(p.dtype).mul_(scale)
+                update.add_(direction, alpha=group["sgd_weight"])
+                if group["weight_decay"] != 0:
+                    update.add_(p, alpha=group["weight_decay"])
+                p.add_(update, alpha=-lr)

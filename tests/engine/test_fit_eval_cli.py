@@ -1,0 +1,97 @@
+"""`lucid fit det` (embedded default) and `lucid eval` through the real console script."""
+
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TINY = ("--trainer.max_epochs", "2", "--data.synthetic_images", "24", "--data.img_size", "128",
+        "--data.batch_size", "8", "--data.num_workers", "0")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from tests.conftest import run_lucid
+
+    base = tmp_path_factory.mktemp("fit")
+    env = {"LUCIDYOLO_CACHE_DIR": str(base / "cache")}
+    r = run_lucid("fit", "det", *TINY, "--trainer.default_root_dir", str(base / "runs"), env=env, cwd=base)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"base": base, "env": env, "run_dir": base / "runs" / "version_0", "stdout": r.stdout}
+
+
+def test_embedded_default_writes_a_whole_run_directory(run):
+    d = run["run_dir"]
+    for name in ("config.yaml", "results.csv", "metrics.csv", "results.png", "checkpoints/last.ckpt", "checkpoints/best.ckpt"):
+        assert (d / name).is_file(), name
+    assert list(d.glob("events.out.tfevents.*")), "TensorBoard events missing from the version folder"
+    with open(d / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["epoch"] for r in rows] == ["0", "1"]
+    for col in ("train/box_loss", "train/cls_loss", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "lr/pg0"):
+        assert col in rows[0] and rows[-1][col] != ""
+    import torch
+
+    ckpt = torch.load(d / "checkpoints" / "last.ckpt", weights_only=True)  # our checkpoints hold plain types
+    assert ckpt["lucid"]["config"]["model"]["task"] == "det" and "lucid_ema" in ckpt
+    assert len(ckpt["lucid"]["class_names"]) == 4
+
+
+def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    out = run["base"] / "eval"
+    r = lucid(
+        "eval", "--checkpoint", str(run["run_dir"] / "checkpoints" / "last.ckpt"), "--img-size", "128",
+        "--output", str(out / "report.json"), "--save-json", str(out / "results.json"), env=run["env"],
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["task"] == "det" and len(report["checkpoint_sha256"]) == 64 and report["weights"] == "ema"
+    assert set(report["paths"]) == {"e2e", "nms"}
+    ann = next(Path(report["data_root"]).glob("annotations/instances_val*.json"))
+    for path, name in (("e2e", "results.json"), ("nms", "results_nms.json")):
+        gt = COCO(str(ann))
+        dt = gt.loadRes(str(out / name))
+        e = COCOeval(gt, dt, "bbox")
+        e.evaluate()
+        e.accumulate()
+        e.summarize()
+        ours = list(report["paths"][path]["bbox"]["stats"].values())
+        assert ours == pytest.approx(list(e.stats), abs=1e-12)
+
+
+class _Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_eval_refuses_a_crafted_checkpoint_before_it_runs(tmp_path, lucid):
+    marker = tmp_path / "pwned"
+    bad = tmp_path / "bad.ckpt"
+    with open(bad, "wb") as f:
+        pickle.dump({"state_dict": {}, "x": _Payload(marker)}, f)
+    r = lucid("eval", "--checkpoint", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert not marker.exists()
+
+
+def test_eval_refuses_a_contradicting_task(run, lucid):
+    r = lucid("eval", "--checkpoint", str(run["run_dir"] / "checkpoints" / "last.ckpt"), "--task", "pose", env=run["env"])
+    assert r.returncode == 2 and "trained for 'det'" in r.stderr
+
+
+def test_explicit_num_classes_must_match_the_dataset(run, lucid):
+    r = lucid("fit", "det", *TINY, "--model.num_classes", "7", "--trainer.default_root_dir", str(run["base"] / "r2"),
+              env=run["env"], cwd=run["base"])
+    assert r.returncode == 2 and "7" in r.stderr and "4" in r.stderr
