@@ -1,0 +1,118 @@
+"""Full training loop (loader + step) vs the bare step of the same model on fixed tensors.
+
+Prints one JSON line. For each (img_size, batch) the full loop runs Lightning's
+fit loop over the real training DataLoader (mosaic on, workers auto) and times
+each batch after warm-up; the bare step times forward + both assignments + dual
+loss + backward + clip + MuSGD + schedule + EMA on one pre-unpacked batch. The
+ratio full/bare is what the loop keeps of the machine's limit for this model
+(target >= 0.85).
+
+    python benchmarks/train_step.py [--sizes 320,640] [--batches 8,16] [--steps 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+
+from lucidyolo.config.resolve import resolve_config
+from lucidyolo.engine.build import build_datamodule, build_system, open_split
+from lucidyolo.engine.ema import ModelEMA
+from lucidyolo.engine.fit import quiet_known_warnings
+from lucidyolo.structures.packed import unpack
+from lucidyolo.tasks.registry import get_task
+
+
+class _Timer(pl.Callback):
+    def __init__(self, warmup: int) -> None:
+        self.warmup, self.times, self.images, self._t = warmup, [], 0, 0.0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if batch_idx == self.warmup:
+            self._t = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if batch_idx >= self.warmup:
+            self.images += len(batch)
+
+
+def full_loop(spec, cfg, train, val, steps: int, warmup: int) -> float:
+    dm = build_datamodule(spec, cfg, train, val)
+    system = build_system(spec, cfg, len(train.class_names), list(train.class_names))
+    timer = _Timer(warmup)
+    trainer = pl.Trainer(
+        accelerator="cpu", devices=1, max_epochs=1, limit_train_batches=warmup + steps, limit_val_batches=0,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[timer], gradient_clip_val=10.0, use_distributed_sampler=False, num_sanity_val_steps=0,
+    )
+    trainer.fit(system, datamodule=dm)
+    return timer.images / (time.perf_counter() - timer._t)
+
+
+def bare_step(spec, cfg, train, val, steps: int, warmup: int) -> float:
+    dm = build_datamodule(spec, cfg, train, val)
+    dm.setup("fit")
+    system = build_system(spec, cfg, len(train.class_names), list(train.class_names))
+    batch = next(iter(dm.train_dataloader()))
+    images, gt, _ = unpack(batch, "cpu")
+    from lucidyolo.optim.musgd import MuSGD
+    from lucidyolo.optim.schedule import warmup_linear_schedule
+
+    opt = MuSGD(system.model.parameters(), lr=0.0025)
+    sched = warmup_linear_schedule(opt, 0, 1000, 0.01)
+    ema = ModelEMA(system.model)
+    system.model.train()
+    t0 = 0.0
+    for i in range(warmup + steps):
+        if i == warmup:
+            t0 = time.perf_counter()
+        total, _ = system.objective(images, gt, 0.5)
+        opt.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(system.model.parameters(), 10.0)
+        opt.step()
+        sched.step()
+        ema.update(system.model)
+    return steps * images.shape[0] / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="320,640")
+    parser.add_argument("--batches", default="8,16")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--data-root", default=None, help="default: a synthetic det set per size")
+    args = parser.parse_args()
+    quiet_known_warnings()
+    warnings.filterwarnings("ignore")
+    import logging
+
+    logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
+    spec = get_task("det")
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="lucid-bench-"))
+    for size in (int(s) for s in args.sizes.split(",")):
+        root = Path(args.data_root) if args.data_root else spec.make_synthetic(work / f"s{size}", 96, size, 0)
+        for batch in (int(b) for b in args.batches.split(",")):
+            cfg = resolve_config(spec, [], {"data": {"img_size": size, "batch_size": batch}})
+            train = open_split(spec, cfg, root, "train", "train")
+            val = open_split(spec, cfg, root, "val", "val")
+            bare = bare_step(spec, cfg, train, val, args.steps, args.warmup)
+            full = full_loop(spec, cfg, train, val, args.steps, args.warmup)
+            rows.append({"img_size": size, "batch": batch, "bare_img_s": round(bare, 3), "full_img_s": round(full, 3),
+                         "ratio": round(full / bare, 3)})
+    print(json.dumps({"benchmark": "train_step", "variant": "n", "device": "cpu", "threads": torch.get_num_threads(),
+                      "cores": os.cpu_count(), "target_ratio": 0.85, "results": rows}))
+
+
+if __name__ == "__main__":
+    main()
