@@ -26,7 +26,7 @@ from lucidyolo.errors import UserError
 
 def _model_state(model: nn.Module) -> dict[str, Tensor]:
     """Parameters and buffers by name (live tensors, not copies)."""
-    state = dict(model.named_parameters())
+    state: dict[str, Tensor] = dict(model.named_parameters())
     state.update(model.named_buffers())
     return state
 

@@ -12,8 +12,10 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from lucidyolo.assign.one_to_one import OneToOneAssigner, o2o_assigner
-from lucidyolo.assign.tal import TaskAlignedAssigner, o2m_assigner
+from lucidyolo.assign.one_to_one import OneToOneAssigner
+from lucidyolo.assign.one_to_one import o2o_assigner as default_o2o_assigner
+from lucidyolo.assign.tal import TaskAlignedAssigner
+from lucidyolo.assign.tal import o2m_assigner as default_o2m_assigner
 from lucidyolo.losses.branch import BranchLoss
 from lucidyolo.losses.dual import mix_branches
 from lucidyolo.structures.box_coder import ltrb_to_xyxy
@@ -30,13 +32,13 @@ class DetectionCriterion(nn.Module):
 
     def __init__(
         self,
-        o2m_assigner_: TaskAlignedAssigner | None = None,
-        o2o_assigner_: OneToOneAssigner | None = None,
+        o2m_assigner: TaskAlignedAssigner | None = None,
+        o2o_assigner: OneToOneAssigner | None = None,
         branch_loss: BranchLoss | None = None,
     ) -> None:
         super().__init__()
-        self.o2m_assigner = o2m_assigner_ if o2m_assigner_ is not None else o2m_assigner()
-        self.o2o_assigner = o2o_assigner_ if o2o_assigner_ is not None else o2o_assigner()
+        self.o2m_assigner = o2m_assigner if o2m_assigner is not None else default_o2m_assigner()
+        self.o2o_assigner = o2o_assigner if o2o_assigner is not None else default_o2o_assigner()
         self.branch_loss = branch_loss if branch_loss is not None else BranchLoss()
 
     def branch_terms(
