@@ -14,12 +14,9 @@ def export(
     dynamic_batch: bool = typer.Option(False, "--dynamic-batch", help="Export a dynamic batch axis."),
     check: bool = typer.Option(False, "--check", help="Compare onnxruntime with PyTorch on one input."),
     output: Path | None = typer.Option(None, "--output", help="Output file (default beside the checkpoint)."),
+    ema: bool = typer.Option(True, "--ema/--no-ema", help="Export the EMA weights (default) or the raw ones."),
 ) -> None:
-    """Export the deployed graph (trunk + one-to-one head + top-k) to ONNX."""
-    from lucidyolo.errors import NotAvailableError
+    """Export the deployed graph (trunk + one-to-one head + top-k, no NMS) to ONNX."""
+    from lucidyolo.engine.export import run_export
 
-    raise NotAvailableError(
-        "`lucid export` is not available yet.",
-        why="exporting a trained checkpoint needs the training engine (see the status table in the README).",
-        fix="Nothing was run.",
-    )
+    run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema)

@@ -113,7 +113,10 @@ def onnx_parity(
     with torch.no_grad():
         expected = deployed(images).float().cpu()  # (B, k, 6)
     got = torch.from_numpy(session.run(None, {INPUT_NAME: images.float().cpu().numpy()})[0])
-    keep = expected[..., 4] >= min_score  # (B, k)
+    # Rows scored within score_tol of the last kept row sit on the top-k boundary: which of those
+    # near-tied anchors make the cut legitimately differs between runtimes, so they are not compared.
+    boundary = expected[..., -1:, 4] + score_tol  # (B, 1); 0 + tol when the output has padding
+    keep = (expected[..., 4] >= min_score) & (expected[..., 4] > boundary)  # (B, k)
     # Pairwise over rows of the same image: (B, k_expected, k_got).
     score_gap = (expected[..., None, 4] - got[:, None, :, 4]).abs()
     box_gap = (expected[:, :, None, :4] - got[:, None, :, :4]).abs().amax(dim=-1)
@@ -133,4 +136,8 @@ def onnx_parity(
         "max_box_diff_norm": float((e[:, :4] - g[:, :4]).abs().max()) / max(images.shape[2:]) if len(e) else 0.0,
         "max_score_diff": float((e[:, 4] - g[:, 4]).abs().max()) if len(e) else 0.0,
         "in_place": int(in_place.sum()),
+        # the score profile of the whole top-k must agree even where rows are too tied to pair
+        "sorted_score_diff": float(
+            (expected[..., 4].sort(dim=-1).values - got[..., 4].sort(dim=-1).values).abs().max()
+        ),
     }

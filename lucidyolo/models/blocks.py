@@ -32,7 +32,7 @@ class Conv(nn.Module):
     ) -> None:
         super().__init__()
         self.conv = nn.Conv2d(c_in, c_out, k, s, padding=k // 2, groups=groups, bias=False)
-        self.bn: nn.Module = nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.03)
+        self.bn: nn.Module = nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.1)
         self.act: nn.Module = nn.SiLU(inplace=True) if act else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:

@@ -95,3 +95,39 @@ def test_explicit_num_classes_must_match_the_dataset(run, lucid):
     r = lucid("fit", "det", *TINY, "--model.num_classes", "7", "--trainer.default_root_dir", str(run["base"] / "r2"),
               env=run["env"], cwd=run["base"])
     assert r.returncode == 2 and "7" in r.stderr and "4" in r.stderr
+
+
+def test_predict_writes_json_and_annotated_images(run, lucid):
+    ckpt = run["run_dir"] / "checkpoints" / "last.ckpt"
+    data_root = next((run["base"] / "cache" / "synthetic").iterdir())
+    out = run["base"] / "pred"
+    r = lucid("predict", "--checkpoint", str(ckpt), "--source", str(data_root / "val"), "--conf", "0",
+              "--save", str(out / "drawn"), "--output", str(out / "pred.json"), env=run["env"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    pred = json.loads((out / "pred.json").read_text())
+    images = sorted((data_root / "val").glob("*.jpg"))
+    assert [Path(p["image"]).name for p in pred["images"]] == [p.name for p in images]
+    first = pred["images"][0]
+    assert len(first["detections"]) == 300  # conf 0 keeps the whole top-k
+    x1, y1, x2, y2 = first["detections"][0]["box"]
+    assert 0 <= x1 <= x2 <= first["width"] and 0 <= y1 <= y2 <= first["height"]  # original pixels
+    assert len(list((out / "drawn").glob("*.jpg"))) == len(images)
+
+
+def test_predict_refuses_a_source_that_is_not_an_image(run, lucid, tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    r = lucid("predict", "--checkpoint", str(run["run_dir"] / "checkpoints" / "last.ckpt"), "--source", str(text))
+    assert r.returncode == 2 and "not an image" in r.stderr
+
+
+def test_export_writes_an_nms_free_onnx_graph_that_onnxruntime_reproduces(run, lucid):
+    onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    out = run["base"] / "model.onnx"
+    r = lucid("export", "--checkpoint", str(run["run_dir"] / "checkpoints" / "last.ckpt"), "--check",
+              "--output", str(out), env=run["env"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    ops = {n.op_type for n in onnx.load(str(out)).graph.node}
+    assert "TopK" in ops and "NonMaxSuppression" not in ops
+    assert "parity" in r.stdout
