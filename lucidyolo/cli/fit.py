@@ -32,7 +32,8 @@ def fit(
     [bold]lucid fit det --data.batch_size 32 --model.variant s trainer.max_epochs=100[/bold]
 
     Precedence: schema defaults < packaged preset < --config files < dotted overrides.
-    Without --data-root, `det` trains the nano model on the built-in synthetic shapes set.
+    Without --data-root and --config, `det` trains the nano model briefly on the built-in
+    synthetic shapes set (preset det_nano_synthetic.yaml).
     """
     from lucidyolo.config.overrides import parse_overrides
     from lucidyolo.config.resolve import config_to_yaml, resolve_config
@@ -41,6 +42,12 @@ def fit(
 
     spec = get_task(task)
     overrides = parse_overrides(list(ctx.args))
+    embedded = (
+        not config and data_root is None and resume is None and spec.synthetic_preset is not None
+        and not any(k in overrides.get("data", {}) for k in ("data_root", "train_images", "train_ann_file"))
+    )
+    if embedded:  # the embedded default: a short recipe on the built-in synthetic set
+        config = [spec.synthetic_preset]  # type: ignore[list-item]
     cfg = resolve_config(spec, config, overrides, data_root)
     if print_config:
         console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)

@@ -134,11 +134,10 @@ class TrainDataset(Dataset):
 
     def __getitem__(self, item: int | tuple[int, int]) -> Sample:
         epoch, index = (int(item[0]), int(item[1])) if isinstance(item, tuple) else (self.epoch, int(item))
-        out = self.augment(index, self.rng_for(epoch), self.mosaic_enabled(epoch))
+        out = self.augment(index, self.rng_for(epoch), self.mosaic_enabled(epoch), chw=True)
         lb = (math.nan, math.nan, math.nan) if out.affine is None else (out.affine.s, out.affine.tx, out.affine.ty)
-        image = out.image.astype(np.float32) if self.device_hsv else out.image
         return Sample(
-            image=_to_chw(image),
+            image=torch.from_numpy(out.image),  # (3, S, S), already contiguous
             targets=out.targets,
             index=index,
             orig_hw=self.source.image_hw(index),

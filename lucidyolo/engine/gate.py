@@ -26,7 +26,7 @@ class GateSpec:
     floor: float
     images: int = 100
     img_size: int = 320
-    epochs: int = 60
+    epochs: int = 50
     conf: float = 0.25
 
 

@@ -81,7 +81,12 @@ class TaskCapabilities:
 class TaskSpec:
     """A task plugin: its name, config model, capabilities and factory hooks.
 
-    See the module docstring for each hook's contract and tensor shapes.
+    ``default_preset`` names the task's recommended packaged preset (documentation
+    and ``lucid plugins``; never applied implicitly). ``synthetic_preset`` is the
+    embedded default recipe: applied under the user's overrides when ``lucid fit``
+    gets neither ``--config`` nor a dataset root, so the run on the built-in
+    synthetic set is short. See the module docstring for each hook's contract
+    and tensor shapes.
     """
 
     name: str
@@ -90,6 +95,7 @@ class TaskSpec:
     aliases: tuple[str, ...] = ()
     description: str = ""
     default_preset: str | None = None
+    synthetic_preset: str | None = None
     api_version: int = PLUGIN_API_VERSION
     build_model: Callable[..., Any] | None = None
     build_criterion: Callable[..., Any] | None = None

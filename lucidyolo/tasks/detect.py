@@ -51,6 +51,7 @@ SPEC = TaskSpec(
     config_model=DetectModelConfig,
     capabilities=TaskCapabilities(multi_device=True, export=True, metric_keys=("val/mAP50-95", "val/mAP50")),
     default_preset="det_nano_smoke.yaml",
+    synthetic_preset="det_nano_synthetic.yaml",
     build_model=_build_model,
     build_criterion=_build_criterion,
     decode=_decode,

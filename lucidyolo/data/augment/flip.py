@@ -37,7 +37,12 @@ def hflip(image: np.ndarray, targets: Targets, flip_idx: list[int] | np.ndarray 
         The mirrored image (contiguous copy) and mirrored targets.
     """
     w = image.shape[1]
-    out = np.ascontiguousarray(image[:, ::-1])
+    return np.ascontiguousarray(image[:, ::-1]), hflip_targets(targets, w, flip_idx)
+
+
+def hflip_targets(targets: Targets, width: int, flip_idx: list[int] | np.ndarray | None = None) -> Targets:
+    """Mirror every target field of an image ``width`` pixels wide (``targets`` is not modified)."""
+    w = width
     t = targets.clone()
     right = w - FLIP_OFFSET
     b = t.boxes
@@ -55,4 +60,4 @@ def hflip(image: np.ndarray, targets: Targets, flip_idx: list[int] | np.ndarray 
         t.keypoints = kp[:, idx]
         if t.visibility is not None:
             t.visibility = t.visibility[:, idx]
-    return out, t
+    return t

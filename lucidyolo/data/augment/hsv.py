@@ -70,14 +70,51 @@ def apply_hsv(image: np.ndarray, gains: np.ndarray, chunk: int = CHUNK_PIXELS) -
     """
     if not np.any(gains):
         return image
+    h, w = image.shape[:2]
+    out = np.empty((h, w, 3), np.uint8)
+    _hsv_into(image, out.transpose(2, 0, 1), gains, chunk)
+    return out
+
+
+def apply_hsv_chw(image: np.ndarray, gains: np.ndarray, flip: bool = False, chunk: int = CHUNK_PIXELS) -> np.ndarray:
+    """HSV, optional left-right mirror and the HWC -> CHW transpose in one pass over the pixels.
+
+    HSV is per pixel, so it commutes with the mirror; writing each result
+    plane straight into its (mirrored) place saves the separate flip and
+    transpose copies. Pixel values equal ``apply_hsv`` (then ``[:, ::-1]``),
+    transposed.
+
+    Args:
+        image: ``(H, W, 3)`` uint8 RGB (any strides).
+        gains: ``(3,)`` ``gh, gs, gv``; all zero = no colour change.
+        flip: mirror left-right.
+        chunk: pixels per pass (speed knob only).
+
+    Returns:
+        New contiguous ``(3, H, W)`` uint8 image.
+    """
+    h, w = image.shape[:2]
+    out = np.empty((3, h, w), np.uint8)
+    dst = out[:, :, ::-1] if flip else out
+    if np.any(gains):
+        _hsv_into(image, dst, gains, chunk)
+    else:
+        np.copyto(dst, image.transpose(2, 0, 1))
+    return out
+
+
+def _hsv_into(image: np.ndarray, dst: np.ndarray, gains: np.ndarray, chunk: int) -> None:
+    """Write the HSV-jittered ``(H, W, 3)`` uint8 ``image`` into the ``(3, H, W)`` uint8 view ``dst``.
+
+    Works on blocks of whole rows (about ``chunk`` pixels) so every float32
+    temporary stays in cache; ``dst`` may have any strides (HWC seen as CHW,
+    CHW, mirrored CHW).
+    """
     gh, gs, gv = (float(g) for g in gains)
     roll, d = hue_step(gh)
     h, w = image.shape[:2]
-    n = h * w
-    src = np.ascontiguousarray(image, dtype=np.uint8).reshape(n, 3)
-    out = np.empty((n, 3), np.uint8)
-    if n == 0:
-        return out.reshape(h, w, 3)
+    if h * w == 0:
+        return
     vscale = max(1.0 + gv, 0.0)
     sscale = max(1.0 + gs, 0.0)
     # 1e30 stands in for 1/0 (gs <= -1: grey) and still fits float32 after x255.
@@ -85,15 +122,16 @@ def apply_hsv(image: np.ndarray, gains: np.ndarray, chunk: int = CHUNK_PIXELS) -
     # Guard for black pixels: a non-zero denominator of K below is M/(1+gs) >= inv_s or C >= 1.
     floor = 0.5 * min(1.0, inv_s)
     cols = [(c + roll) % 3 for c in range(3)]
-    m = min(int(chunk), n)
+    rows = max(1, int(chunk) // w)
+    m = min(rows, h) * w
     planes = np.empty((3, m), np.float32)
     diffs = np.empty((3, m), np.float32)
     mx, mn, base, cprime, k2, hi, y, sg = (np.empty(m, np.float32) for _ in range(8))
-    for s in range(0, n, m):
-        e = min(s + m, n)
-        ln = e - s
+    for r0 in range(0, h, rows):
+        r1 = min(r0 + rows, h)
+        ln = (r1 - r0) * w
         p = planes[:, :ln]
-        np.copyto(p, src[s:e].T, casting="unsafe")
+        np.copyto(p.reshape(3, r1 - r0, w), image[r0:r1].transpose(2, 0, 1), casting="unsafe")
         r, g, b = p
         a_mx, a_mn, a_base, a_c, a_k, a_hi, a_y, a_sg = (x[:ln] for x in (mx, mn, base, cprime, k2, hi, y, sg))
         np.maximum(r, g, out=a_mx)
@@ -135,5 +173,4 @@ def apply_hsv(image: np.ndarray, gains: np.ndarray, chunk: int = CHUNK_PIXELS) -
             a_y -= a_sg
             np.maximum(a_y, a_mn, out=a_y)
             np.minimum(a_y, a_hi, out=a_y)
-            np.copyto(out[s:e, col], a_y, casting="unsafe")
-    return out.reshape(h, w, 3)
+            np.copyto(dst[col, r0:r1], a_y.reshape(r1 - r0, w), casting="unsafe")

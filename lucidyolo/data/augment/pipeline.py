@@ -20,12 +20,12 @@ from lucidyolo.data.augment.affine import (
     canvas_to_output,
     clip_and_filter,
     random_scale_translate,
-    render_affine,
+    render_affine_snapped,
     transform_targets,
 )
 from lucidyolo.data.augment.copy_paste import copy_paste
-from lucidyolo.data.augment.flip import draw_flip, hflip
-from lucidyolo.data.augment.hsv import apply_hsv, draw_hsv_gains
+from lucidyolo.data.augment.flip import draw_flip, hflip, hflip_targets
+from lucidyolo.data.augment.hsv import apply_hsv, apply_hsv_chw, draw_hsv_gains
 from lucidyolo.data.augment.letterbox import letterbox_params
 from lucidyolo.data.augment.mixup import draw_mixup_lambda, mixup
 from lucidyolo.data.augment.mosaic import draw_mosaic_centre, mosaic_placements
@@ -70,7 +70,9 @@ class AugmentedSample:
     """One augmented training sample.
 
     Attributes:
-        image: ``(S, S, 3)`` uint8 (float32 when device HSV keeps a mixup blend unrounded).
+        image: ``(S, S, 3)`` uint8 (float32 when device HSV keeps a mixup blend
+            unrounded); with ``chw=True`` a contiguous ``(3, S, S)``, uint8, or
+            float32 whenever device HSV is on.
         targets: instances in network-input pixels.
         hsv_gains: ``(3,)`` float32 gains drawn for this sample (applied
             already unless device HSV is on).
@@ -125,7 +127,7 @@ class TrainAugment:
         r, dx, dy = random_scale_translate(rng, self.strengths.scale, self.strengths.translate)
         affine = lb.then(canvas_to_output(s, s, r, dx, dy))
         out = np.full((s, s, 3), FILL_VALUE, np.uint8)
-        region = render_affine(out, image, affine)
+        region, affine = render_affine_snapped(out, image, affine)
         targets = clip_and_filter(transform_targets(self.load_targets(index), affine), region)
         return out, targets, affine
 
@@ -141,8 +143,7 @@ class TrainAugment:
         out = np.full((s, s, 3), FILL_VALUE, np.uint8)
         parts = []
         for i, image, place in zip(indices, images, placements, strict=True):  # 4 tiles, not instances
-            affine = place.affine.then(to_out)
-            region = render_affine(out, image, affine, clip=to_out.apply_region(place.quadrant))
+            region, affine = render_affine_snapped(out, image, place.affine.then(to_out), clip=to_out.apply_region(place.quadrant))
             parts.append(clip_and_filter(transform_targets(self.load_targets(i), affine), region))
         return out, Targets.concat(parts)
 
@@ -154,8 +155,13 @@ class TrainAugment:
         return self._single(index, rng)
 
     # --------------------------------------------------------------- sample
-    def __call__(self, index: int, rng: np.random.Generator, use_mosaic: bool = True) -> AugmentedSample:
-        """Augment image ``index`` with draws from ``rng``."""
+    def __call__(self, index: int, rng: np.random.Generator, use_mosaic: bool = True, chw: bool = False) -> AugmentedSample:
+        """Augment image ``index`` with draws from ``rng``.
+
+        ``chw=True`` returns the network layout ``(3, S, S)``: HSV, flip and
+        the transpose then run as one pass over the pixels (same values as the
+        HWC result, transposed; float32 when device HSV is on).
+        """
         st = self.strengths
         image, targets, affine = self.geometric(index, rng, use_mosaic)
         if rng.random() < st.mixup:
@@ -164,9 +170,19 @@ class TrainAugment:
             image, targets = mixup(image, targets, image_b, targets_b, draw_mixup_lambda(rng), keep_float=self.device_hsv)
         image, targets = copy_paste(image, targets, bool(rng.random() < st.copy_paste))
         gains = draw_hsv_gains(rng, st.hsv_h, st.hsv_s, st.hsv_v)
+        flip = draw_flip(rng, st.flip_lr) and not (targets.keypoints is not None and self.flip_idx is None)
+        if chw:
+            if flip:
+                targets = hflip_targets(targets, image.shape[1], self.flip_idx)
+            if self.device_hsv:
+                out = np.empty((3, *image.shape[:2]), np.float32)
+                np.copyto(out, image.transpose(2, 0, 1)[:, :, ::-1] if flip else image.transpose(2, 0, 1))
+                image = out
+            else:
+                image = apply_hsv_chw(image, gains, flip)
+            return AugmentedSample(image, targets, gains, affine)
         if not self.device_hsv:
             image = apply_hsv(image, gains)
-        flip = draw_flip(rng, st.flip_lr)
-        if flip and not (targets.keypoints is not None and self.flip_idx is None):
+        if flip:
             image, targets = hflip(image, targets, self.flip_idx)
         return AugmentedSample(image, targets, gains, affine)

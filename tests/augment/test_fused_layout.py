@@ -1,0 +1,70 @@
+"""The training fast paths: snapped torch resample and the fused HSV + flip + CHW pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lucidyolo.data.augment.affine import IsoAffine, render_affine, render_affine_snapped
+from lucidyolo.data.augment.hsv import apply_hsv, apply_hsv_chw
+from lucidyolo.data.augment.pipeline import TrainAugment, strengths_for_variant
+from tests.augment.scenes import rect_source
+
+
+@pytest.mark.parametrize("s", [0.43, 1.0, 1.37])
+def test_snapped_resample_is_pillows_filter_on_the_snapped_map(s):
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (61, 83, 3), dtype=np.uint8)
+    affine = IsoAffine(s, -7.3, 4.6)
+    out = np.full((64, 64, 3), 114, np.uint8)
+    (x0, y0, x1, y1), snapped = render_affine_snapped(out, image, affine, clip=(0.0, 0.0, 50.5, 64.0))
+    # the map moved by at most half a source pixel per axis
+    assert snapped.s == s and abs(snapped.tx - affine.tx) <= s / 2 + 1e-9 and abs(snapped.ty - affine.ty) <= s / 2 + 1e-9
+    assert 0 <= x0 < x1 <= 50 and 0 <= y0 < y1 <= 64
+    # the snapped map sends the first written pixel's left/top edge to a whole source pixel
+    cx, cy = (x0 - snapped.tx) / s, (y0 - snapped.ty) / s
+    assert cx == pytest.approx(round(cx), abs=1e-6) and cy == pytest.approx(round(cy), abs=1e-6)
+    # untouched outside the written rectangle
+    mask = np.ones((64, 64), bool)
+    mask[y0:y1, x0:x1] = False
+    assert (out[mask] == 114).all()
+    # Pillow with the exact fractional box of the same (snapped) map: within 1 level away from the crop start
+    box = ((x0 - snapped.tx) / s, (y0 - snapped.ty) / s, (x1 - snapped.tx) / s, (y1 - snapped.ty) / s)
+    ref = np.asarray(Image.fromarray(image).resize((x1 - x0, y1 - y0), Image.Resampling.BILINEAR, box=box))
+    diff = np.abs(out[y0:y1, x0:x1].astype(int) - ref.astype(int))
+    assert diff[1:, 1:].max() <= 1
+    # and Pillow's exact renderer of the snapped map agrees the same way
+    exact = np.full((64, 64, 3), 114, np.uint8)
+    region = render_affine(exact, image, snapped, clip=(0.0, 0.0, 50.5, 64.0))
+    assert region == (x0, y0, x1, y1)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+@pytest.mark.parametrize("gains", [[0.0, 0.0, 0.0], [0.012, -0.5, 0.3], [-0.4, 0.7, -0.4]])
+def test_fused_hsv_flip_chw_equals_the_separate_steps(flip, gains):
+    rng = np.random.default_rng(1)
+    image = rng.integers(0, 256, (37, 29, 3), dtype=np.uint8)
+    g = np.array(gains, np.float32)
+    ref = apply_hsv(image, g)
+    ref = ref[:, ::-1] if flip else ref
+    for chunk in (7, 64, 100_000):  # blocks of whole rows, smaller and larger than one row
+        out = apply_hsv_chw(image, g, flip, chunk=chunk)
+        assert out.dtype == np.uint8 and out.flags.c_contiguous and out.shape == (3, 37, 29)
+        np.testing.assert_array_equal(out, ref.transpose(2, 0, 1))
+
+
+@pytest.mark.parametrize("device_hsv", [False, True])
+def test_chw_sample_is_the_hwc_sample_transposed(tmp_path, device_hsv):
+    source = rect_source(tmp_path, "pose", n=5)
+    st = strengths_for_variant("x", flip_lr=0.5)
+    aug = TrainAugment(len(source), source.load_image, source.targets, 96, st, source.flip_idx, device_hsv)
+    for seed in range(8):
+        a = aug(seed % 5, np.random.default_rng(seed), chw=False)
+        b = aug(seed % 5, np.random.default_rng(seed), chw=True)
+        assert b.image.shape == (3, 96, 96) and b.image.flags.c_contiguous
+        assert b.image.dtype == (np.float32 if device_hsv else np.uint8)
+        np.testing.assert_array_equal(b.image, a.image.transpose(2, 0, 1))
+        np.testing.assert_array_equal(b.targets.boxes, a.targets.boxes)
+        np.testing.assert_array_equal(b.targets.keypoints, a.targets.keypoints)
+        np.testing.assert_array_equal(b.hsv_gains, a.hsv_gains)

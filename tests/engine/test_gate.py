@@ -1,0 +1,23 @@
+"""`lucid gate overfit`: the det wiring gate passes its floor on CPU; unbuilt tasks refuse honestly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_gate_for_a_task_without_a_training_path_exits_2(lucid):
+    r = lucid("gate", "overfit", "--task", "segment")
+    assert r.returncode == 2 and "not available yet" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_det_gate_passes_its_floor(tmp_path, lucid):
+    r = lucid("gate", "overfit", "--task", "det", "--json", "--workdir", str(tmp_path), cwd=tmp_path)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert lines, r.stdout[-2000:] + r.stderr[-2000:]
+    result = json.loads(lines[-1])
+    assert result["floor"] == 0.95
+    assert result["value"] >= result["floor"], result
+    assert r.returncode == 0
