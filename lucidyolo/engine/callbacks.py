@@ -12,7 +12,12 @@ from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from lucidyolo.engine.checkpoint import atomic_save
 from lucidyolo.engine.ema import ModelEMA
-from lucidyolo.engine.results_csv import LOGGED_METRIC_TO_COLUMN, results_columns, write_results_row
+from lucidyolo.engine.results_csv import (
+    LOGGED_METRIC_TO_COLUMN,
+    LOSS_TERMS,
+    results_columns,
+    write_results_row,
+)
 
 EMA_KEY = "lucid_ema"
 
@@ -100,31 +105,43 @@ class EpochSyncCallback(Callback):
 
 
 class ResultsCallback(Callback):
-    """Writes one ``results.csv`` row per validated epoch and PNG curves at the end of fit."""
+    """Writes one ``results.csv`` row per epoch and PNG curves at the end of fit.
+
+    The row is written at the end of the training epoch: Lightning validates
+    *inside* the epoch, before the training epoch means exist, so a row written
+    at validation end would pair epoch N's validation with epoch N-1's losses.
+    Validation columns are filled only when validation ran in that epoch.
+    """
 
     def __init__(self, run_dir: Path, task: str) -> None:
         self.run_dir = Path(run_dir)
         self.task = task
         self.columns = results_columns(task)
+        self._validated_epoch = -1
 
     @property
     def csv_path(self) -> Path:
         return self.run_dir / "results.csv"
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.sanity_checking or not trainer.is_global_zero:
+        if not trainer.sanity_checking:
+            self._validated_epoch = trainer.current_epoch
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
             return
-        m = {k: float(v) for k, v in trainer.callback_metrics.items() if hasattr(v, "item") or isinstance(v, float)}
+        m = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
+        validated = self._validated_epoch == trainer.current_epoch
         row: dict[str, float | int | None] = {"epoch": trainer.current_epoch}
-        for split in ("train", "val"):
-            for term in ("box_loss", "cls_loss", "l1_loss"):
-                key = f"{split}/{term}_epoch" if split == "train" else f"{split}/{term}"
-                value = m.get(key, m.get(f"{split}/{term}"))
+        for term in LOSS_TERMS.get(self.task, ()):
+            for split in ("train", "val") if validated else ("train",):
+                value = m.get(f"{split}/{term}")
                 if f"{split}/{term}" in self.columns and value is not None and math.isfinite(value):
                     row[f"{split}/{term}"] = value
-        for logged, column in LOGGED_METRIC_TO_COLUMN.get(self.task, {}).items():
-            if logged in m and column in self.columns:
-                row[column] = m[logged]
+        if validated:
+            for logged, column in LOGGED_METRIC_TO_COLUMN.get(self.task, {}).items():
+                if logged in m and column in self.columns:
+                    row[column] = m[logged]
         if trainer.optimizers:
             for i, group in enumerate(trainer.optimizers[0].param_groups):
                 if f"lr/pg{i}" in self.columns:

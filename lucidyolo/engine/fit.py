@@ -25,6 +25,8 @@ def quiet_known_warnings() -> None:
     # our run directory already holds config.yaml when the CSV logger starts
     warnings.filterwarnings("ignore", message=r"Experiment logs directory .* exists and is not empty.*")
     warnings.filterwarnings("ignore", message=r".*is smaller than the logging interval.*")
+    # a resumed run writes into its own checkpoints folder on purpose
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty.*")
     # torchvision 0.29 deprecates its JPEG decoder in favour of torchcodec; it is still the fastest here
     warnings.filterwarnings("ignore", message=r"The image decoding and encoding capabilities of TorchVision.*")
 

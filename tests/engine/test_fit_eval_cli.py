@@ -35,7 +35,11 @@ def test_embedded_default_writes_a_whole_run_directory(run):
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]
     for col in ("train/box_loss", "train/cls_loss", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "lr/pg0"):
-        assert col in rows[0] and rows[-1][col] != ""
+        assert col in rows[0] and rows[-1][col] != "" and rows[0][col] != ""
+    # each row pairs an epoch's own training means with that epoch's validation (no one-epoch shift)
+    with open(d / "metrics.csv") as f:
+        logged = {int(r["epoch"]): float(r["train/box_loss"]) for r in csv.DictReader(f) if r.get("train/box_loss")}
+    assert {int(r["epoch"]): float(r["train/box_loss"]) for r in rows} == pytest.approx(logged, rel=1e-5)
     import torch
 
     ckpt = torch.load(d / "checkpoints" / "last.ckpt", weights_only=True)  # our checkpoints hold plain types
