@@ -101,14 +101,19 @@ def build_system(
     )
 
 
-def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource) -> Any:
+def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource, cuda: bool = False) -> Any:
+    """The DataModule; ``data.device_hsv`` is honoured only where it can run (else warns once)."""
+    from lucidyolo.data.device_hsv import resolve_device_hsv
     from lucidyolo.engine.datamodule import DetectionDataModule
 
     d = cfg.data
+    acc = cfg.trainer.accelerator.lower()
+    accelerator = "cuda" if cuda else ("cpu" if acc == "auto" else acc)
+    device_hsv = resolve_device_hsv(d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy)
     return DetectionDataModule(
         train, val, spec.name, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
         epochs=cfg.trainer.max_epochs, close_mosaic=cfg.model.close_mosaic, mosaic=d.mosaic,
         augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
-        persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=d.device_hsv,
+        persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
     )

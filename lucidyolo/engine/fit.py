@@ -159,7 +159,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         # The bound method, not the module: checkpoint keys stay those of the eager model. Batch size
         # and padded GT count are dynamic so the last short batch or a denser batch do not recompile.
         system.use_compiled_objective(torch.compile(system.objective, dynamic=True))
-    datamodule = build_datamodule(spec, cfg, train_src, val_src)
+    datamodule = build_datamodule(spec, cfg, train_src, val_src, cuda=cuda)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if os.environ.get("LOCAL_RANK", "0") == "0":
