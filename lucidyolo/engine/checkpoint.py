@@ -18,10 +18,8 @@ callback state are kept in plain types; :func:`assert_plain` checks that.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import tempfile
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 
 import torch
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import UserError
 
 PLAIN_TYPES: tuple[type, ...] = (str, int, float, bool, type(None), torch.Tensor)
@@ -144,31 +143,9 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
         is left untouched and the temporary file is removed.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_open(path, "wb") as f:
+        torch.save(obj, f)
     return path
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Persist the rename itself; not possible on Windows (directories cannot be opened).
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def assert_plain(obj: Any, name: str = "obj") -> None:

@@ -26,14 +26,14 @@ with a duplicated epoch.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from lucidyolo.atomic_write import atomic_open
 
 LOSS_TERMS: dict[str, tuple[str, ...]] = {
     "det": ("box_loss", "cls_loss", "l1_loss"),
@@ -171,15 +171,5 @@ def write_results_row(
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)

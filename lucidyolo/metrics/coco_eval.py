@@ -27,7 +27,6 @@ import copy
 import io
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.metrics.mapping import unletterbox_boxes
 
 BOX_STAT_NAMES: tuple[str, ...] = (
@@ -258,18 +258,8 @@ def save_results_json(detections: Sequence[dict[str, Any]], path: str | os.PathL
         The path written.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(list(detections), f, default=_json_default)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        json.dump(list(detections), f, default=_json_default)
     return path
 
 

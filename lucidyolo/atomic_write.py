@@ -1,0 +1,54 @@
+"""Atomic file writes: a crash never leaves a truncated file where a complete one was expected.
+
+Write to a temporary file in the destination folder, flush and fsync it, rename it
+over the destination, then fsync the folder so the rename itself is durable.
+Torch-free, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary file that replaces ``path`` only when the block completes.
+
+    Args:
+        path: destination; its folder is created if needed.
+        mode: a write mode (``"wb"``, ``"w"``).
+        **kwargs: passed to ``os.fdopen`` (e.g. ``encoding``, ``newline``).
+
+    On any exception (KeyboardInterrupt included) the temporary file is removed and
+    the previous file at ``path``, if any, is left untouched.
+    """
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(dest.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Persist a rename in ``folder``; not possible on Windows (directories cannot be opened)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
