@@ -3,7 +3,8 @@
 Prints one JSON line. For each (img_size, batch) the full loop runs Lightning's
 fit loop over the real training DataLoader (mosaic on, workers auto) and times
 each batch after warm-up; the bare step times forward + both assignments + dual
-loss + backward + clip + MuSGD + schedule + EMA on one pre-unpacked batch. The
+loss + backward + clip + MuSGD + schedule + EMA on the same batches, loaded and
+unpacked before timing starts. The
 ratio full/bare is what the loop keeps of the machine's limit for this model
 (target >= 0.85).
 
@@ -32,8 +33,15 @@ from lucidyolo.tasks.registry import get_task
 
 
 class _Timer(pl.Callback):
+    """Wall time from the start of the first timed batch to the end of the last one.
+
+    Starting at ``on_train_batch_start`` of batch ``warmup`` includes the wait for every
+    later batch from the loader; ending at the last ``on_train_batch_end`` excludes the
+    fit teardown (worker shutdown, final hooks), which is not per-step cost.
+    """
+
     def __init__(self, warmup: int) -> None:
-        self.warmup, self.times, self.images, self._t = warmup, [], 0, 0.0
+        self.warmup, self.images, self._t, self._end = warmup, 0, 0.0, 0.0
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if batch_idx == self.warmup:
@@ -42,6 +50,7 @@ class _Timer(pl.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if batch_idx >= self.warmup:
             self.images += len(batch)
+            self._end = time.perf_counter()
 
 
 def full_loop(spec, cfg, train, val, steps: int, warmup: int) -> float:
@@ -54,15 +63,18 @@ def full_loop(spec, cfg, train, val, steps: int, warmup: int) -> float:
         callbacks=[timer], gradient_clip_val=10.0, use_distributed_sampler=False, num_sanity_val_steps=0,
     )
     trainer.fit(system, datamodule=dm)
-    return timer.images / (time.perf_counter() - timer._t)
+    return timer.images / (timer._end - timer._t)
 
 
 def bare_step(spec, cfg, train, val, steps: int, warmup: int) -> float:
     dm = build_datamodule(spec, cfg, train, val)
     dm.setup("fit")
     system = build_system(spec, cfg, len(train.class_names), list(train.class_names))
-    batch = next(iter(dm.train_dataloader()))
-    images, gt, _ = unpack(batch, "cpu")
+    # the same batches the full loop sees (instance counts vary), decoded before timing starts
+    batches = []
+    while len(batches) < warmup + steps:
+        batches += [unpack(b, "cpu") for b in dm.train_dataloader()]
+    batches = batches[: warmup + steps]
     from lucidyolo.optim.musgd import MuSGD
     from lucidyolo.optim.schedule import warmup_linear_schedule
 
@@ -71,9 +83,12 @@ def bare_step(spec, cfg, train, val, steps: int, warmup: int) -> float:
     ema = ModelEMA(system.model)
     system.model.train()
     t0 = 0.0
-    for i in range(warmup + steps):
+    n_images = 0
+    for i, (images, gt, _) in enumerate(batches):
         if i == warmup:
             t0 = time.perf_counter()
+        if i >= warmup:
+            n_images += images.shape[0]
         total, _ = system.objective(images, gt, 0.5)
         opt.zero_grad(set_to_none=True)
         total.backward()
@@ -81,7 +96,7 @@ def bare_step(spec, cfg, train, val, steps: int, warmup: int) -> float:
         opt.step()
         sched.step()
         ema.update(system.model)
-    return steps * images.shape[0] / (time.perf_counter() - t0)
+    return n_images / (time.perf_counter() - t0)
 
 
 def main() -> None:
@@ -101,7 +116,7 @@ def main() -> None:
     rows = []
     work = Path(tempfile.mkdtemp(prefix="lucid-bench-"))
     for size in (int(s) for s in args.sizes.split(",")):
-        root = Path(args.data_root) if args.data_root else spec.make_synthetic(work / f"s{size}", 96, size, 0)
+        root = Path(args.data_root) if args.data_root else spec.make_synthetic(work / f"s{size}", 200, size, 0)
         for batch in (int(b) for b in args.batches.split(",")):
             cfg = resolve_config(spec, [], {"data": {"img_size": size, "batch_size": batch}})
             train = open_split(spec, cfg, root, "train", "train")
