@@ -46,11 +46,20 @@ def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
 
 def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str) -> ImageSource:
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
-    return open_source(
-        root, split, spec.name, layout=cfg.data.layout,
-        **{f"{which}_images": getattr(cfg.data, f"{which}_images"),
-           f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")},
-    )
+    try:
+        return open_source(
+            root, split, spec.name, layout=cfg.data.layout,
+            **{f"{which}_images": getattr(cfg.data, f"{which}_images"),
+               f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")},
+        )
+    except DataError as err:
+        if which != "val" or "matches no dataset convention" not in err.what:
+            raise
+        raise DataError(
+            err.what, why=err.why,
+            fix=f"Validate on another split (e.g. `--data.val_split {cfg.data.train_split}`), or pass "
+            "`--data.val_images` and `--data.val_ann_file`.",
+        ) from None
 
 
 def resolve_num_classes(cfg: RunConfig, source: ImageSource) -> int:

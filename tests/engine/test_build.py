@@ -38,3 +38,15 @@ def test_explicit_class_count_must_match_the_dataset(synthetic):
     with pytest.raises(DataError, match="80.*4"):
         resolve_num_classes(cfg, train)
     assert resolve_num_classes(resolve_config(spec), train) == 4
+
+
+def test_a_root_without_a_val_split_suggests_validating_on_another(synthetic, tmp_path, lucid):
+    import shutil
+
+    root = tmp_path / "trainonly"
+    shutil.copytree(synthetic, root)
+    shutil.rmtree(root / "val")
+    for ann in (root / "annotations").glob("*val*.json"):
+        ann.unlink()
+    r = lucid("fit", "det", "--data-root", str(root), cwd=tmp_path)
+    assert r.returncode == 2 and "--data.val_split train" in r.stderr and "Traceback" not in r.stderr
