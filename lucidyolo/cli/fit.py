@@ -42,6 +42,14 @@ def fit(
 
     spec = get_task(task)
     overrides = parse_overrides(list(ctx.args))
+    if resume is not None and (config or overrides or data_root is not None):
+        from lucidyolo.errors import ConfigError
+
+        raise ConfigError(
+            "--resume cannot be combined with --config, --data-root or dotted overrides.",
+            why="a resumed run continues exactly where it stopped, with the config stored in its checkpoint.",
+            fix="Drop the other options, or start a new run (optionally from a config) instead of resuming.",
+        )
     embedded = (
         not config and data_root is None and resume is None and spec.synthetic_preset is not None
         and not any(k in overrides.get("data", {}) for k in ("data_root", "train_images", "train_ann_file"))

@@ -106,3 +106,8 @@ def test_help_and_plugins_do_not_import_torch():
 def test_version_flag(lucid):
     r = lucid("--version")
     assert r.returncode == 0 and r.stdout.startswith("lucid ")
+
+
+def test_resume_refuses_config_changes(lucid, tmp_path):
+    r = lucid("fit", "det", "--resume", str(tmp_path), "--data.batch_size", "8")
+    assert r.returncode == 2 and "--resume cannot be combined" in r.stderr
