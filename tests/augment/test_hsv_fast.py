@@ -108,3 +108,14 @@ def test_worker_and_device_hsv_agree_within_one_level(gains):
     dev = hsv_jitter(torch.from_numpy(img).permute(2, 0, 1)[None].float(), torch.from_numpy(g)[None])[0]
     dev8 = dev.permute(1, 2, 0).double().numpy().round()
     assert np.abs(apply_hsv(img, g).astype(np.float64) - dev8).max() <= 1
+
+
+@pytest.mark.parametrize("signs", [(1, 1), (1, -1), (-1, 1), (-1, -1)])
+@pytest.mark.parametrize("gh", [0.0, 0.012, -0.4])
+def test_every_gain_sign_branch_matches_the_reference(signs, gh):
+    # gs, gv <= 0 takes the constant-K path, positive gains the clipped one, gh == 0 skips the hue term
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)
+    img[::3] = img[::3, :, :1]
+    g = np.array([gh, 0.6 * signs[0], 0.35 * signs[1]], np.float32)
+    assert max_diff(apply_hsv(img, g), reference_hsv(img, g)) <= 1

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 CHUNK_PIXELS = 16384
-"""Pixels per chunk: ~14 float32 planes of 64 KiB stay in L2; measured fastest of 4k/8k/16k/32k."""
+"""Pixels per chunk: ~16 float32 planes of 64 KiB stay in L2; measured fastest of 8k/16k/32k."""
 
 
 def draw_hsv_gains(rng: np.random.Generator, hgain: float, sgain: float, vgain: float) -> np.ndarray:
@@ -79,9 +79,10 @@ def apply_hsv(image: np.ndarray, gains: np.ndarray, chunk: int = CHUNK_PIXELS) -
 def apply_hsv_chw(image: np.ndarray, gains: np.ndarray, flip: bool = False, chunk: int = CHUNK_PIXELS) -> np.ndarray:
     """HSV, optional left-right mirror and the HWC -> CHW transpose in one pass over the pixels.
 
-    HSV is per pixel, so it commutes with the mirror; writing each result
-    plane straight into its (mirrored) place saves the separate flip and
-    transpose copies. Pixel values equal ``apply_hsv`` (then ``[:, ::-1]``),
+    HSV is per pixel, so it commutes with the mirror; reading the mirrored
+    input and writing each result plane straight into the CHW output saves the
+    separate flip and transpose copies (and keeps the stores contiguous).
+    Pixel values equal ``apply_hsv`` (then ``[:, ::-1]``),
     transposed.
 
     Args:
@@ -95,11 +96,11 @@ def apply_hsv_chw(image: np.ndarray, gains: np.ndarray, flip: bool = False, chun
     """
     h, w = image.shape[:2]
     out = np.empty((3, h, w), np.uint8)
-    dst = out[:, :, ::-1] if flip else out
+    src = image[:, ::-1] if flip else image
     if np.any(gains):
-        _hsv_into(image, dst, gains, chunk)
+        _hsv_into(src, out, gains, chunk)
     else:
-        np.copyto(dst, image.transpose(2, 0, 1))
+        np.copyto(out, src.transpose(2, 0, 1))
     return out
 
 
@@ -107,8 +108,11 @@ def _hsv_into(image: np.ndarray, dst: np.ndarray, gains: np.ndarray, chunk: int)
     """Write the HSV-jittered ``(H, W, 3)`` uint8 ``image`` into the ``(3, H, W)`` uint8 view ``dst``.
 
     Works on blocks of whole rows (about ``chunk`` pixels) so every float32
-    temporary stays in cache; ``dst`` may have any strides (HWC seen as CHW,
-    CHW, mirrored CHW).
+    temporary stays in cache; ``image`` and ``dst`` may have any strides (HWC
+    seen as CHW, CHW, mirrored input). Cheaper special cases, all exact:
+    ``K`` is the constant ``(1 + gs)(1 + gv)`` when neither gain is positive
+    (nothing clips); ``V'`` needs no cap when ``gv <= 0``; ``C'`` needs no cap
+    when ``gs <= 0``; the hue term is skipped when ``d == 0``.
     """
     gh, gs, gv = (float(g) for g in gains)
     roll, d = hue_step(gh)
@@ -121,19 +125,23 @@ def _hsv_into(image: np.ndarray, dst: np.ndarray, gains: np.ndarray, chunk: int)
     inv_s = 1.0 / sscale if sscale > 1e-30 else 1e30
     # Guard for black pixels: a non-zero denominator of K below is M/(1+gs) >= inv_s or C >= 1.
     floor = 0.5 * min(1.0, inv_s)
+    const_k = sscale <= 1.0 and vscale <= 1.0
     cols = [(c + roll) % 3 for c in range(3)]
     rows = max(1, int(chunk) // w)
     m = min(rows, h) * w
     planes = np.empty((3, m), np.float32)
-    diffs = np.empty((3, m), np.float32)
-    mx, mn, base, cprime, k2, hi, y, sg = (np.empty(m, np.float32) for _ in range(8))
+    sgn = np.empty((3, m), np.float32)
+    mx, mn, base, cprime, k2, hi, y = (np.empty(m, np.float32) for _ in range(7))
+    # numpy's max/min against a scalar is ~4x slower than against an array: use constant planes
+    top = np.full(m, 255.0, np.float32)
+    guard = np.full(m, floor, np.float32)
     for r0 in range(0, h, rows):
         r1 = min(r0 + rows, h)
         ln = (r1 - r0) * w
         p = planes[:, :ln]
         np.copyto(p.reshape(3, r1 - r0, w), image[r0:r1].transpose(2, 0, 1), casting="unsafe")
         r, g, b = p
-        a_mx, a_mn, a_base, a_c, a_k, a_hi, a_y, a_sg = (x[:ln] for x in (mx, mn, base, cprime, k2, hi, y, sg))
+        a_mx, a_mn, a_base, a_c, a_k, a_hi, a_y = (x[:ln] for x in (mx, mn, base, cprime, k2, hi, y))
         np.maximum(r, g, out=a_mx)
         np.maximum(a_mx, b, out=a_mx)
         np.minimum(r, g, out=a_mn)
@@ -142,35 +150,53 @@ def _hsv_into(image: np.ndarray, dst: np.ndarray, gains: np.ndarray, chunk: int)
         a_base += b
         a_base -= a_mn  # M + mid
         np.subtract(a_mx, a_mn, out=a_c)  # C
-        np.multiply(a_mx, vscale, out=a_hi)
-        np.minimum(a_hi, 255.0, out=a_hi)  # V'
-        # K = C'/C = V' / max(M / (1 + gs), C): saturation scaled, capped at S' = 1
-        np.multiply(a_mx, inv_s, out=a_k)
-        np.maximum(a_k, a_c, out=a_k)
-        np.maximum(a_k, floor, out=a_k)
-        np.divide(a_hi, a_k, out=a_k)
-        a_c *= a_k  # C'
-        a_hi += 0.5  # round half up on the truncating cast
-        a_base *= a_k
-        np.subtract(a_hi, a_base, out=a_base)  # V' + 0.5 - K (M + mid)
-        np.subtract(a_hi, a_c, out=a_mn)  # lower bound V' - C' + 0.5
-        a_k *= 2.0
-        a_c *= abs(d)  # hue step in levels
-        dr, dg, db = diffs[:, :ln]
-        # sigma_c = sign(next - prev), pre-multiplied by sign(d)
-        if d >= 0:
-            np.subtract(g, b, out=dr)
-            np.subtract(b, r, out=dg)
-            np.subtract(r, g, out=db)
+        if const_k:
+            # neither V nor S can clip, so K = C'/C = (1 + gs)(1 + gv) for every pixel
+            kk = vscale * sscale
+            np.multiply(a_mx, vscale, out=a_hi)
+            a_c *= kk
+            a_hi += 0.5  # round half up on the truncating cast
+            a_base *= kk
+            np.subtract(a_hi, a_base, out=a_base)
+            np.subtract(a_hi, a_c, out=a_mn)
+            kmul = 2.0 * kk
         else:
-            np.subtract(b, g, out=dr)
-            np.subtract(r, b, out=dg)
-            np.subtract(g, r, out=db)
-        for col, ch, df in zip(cols, (r, g, b), (dr, dg, db), strict=True):  # 3 channels, not pixels
-            np.multiply(ch, a_k, out=a_y)
+            np.multiply(a_mx, vscale, out=a_hi)
+            if vscale > 1.0:
+                np.minimum(a_hi, top[:ln], out=a_hi)  # V'
+            # K = C'/C = V' / max(M / (1 + gs), C): saturation scaled, capped at S' = 1
+            np.multiply(a_mx, inv_s, out=a_k)
+            if sscale > 1.0:  # else M / (1 + gs) >= M >= C
+                np.maximum(a_k, a_c, out=a_k)
+            np.maximum(a_k, guard[:ln], out=a_k)
+            np.divide(a_hi, a_k, out=a_k)
+            a_c *= a_k  # C'
+            a_hi += 0.5
+            a_base *= a_k
+            np.subtract(a_hi, a_base, out=a_base)  # V' + 0.5 - K (M + mid)
+            np.subtract(a_hi, a_c, out=a_mn)  # lower bound V' - C' + 0.5
+            a_k *= 2.0
+            kmul = a_k
+        if d != 0.0:
+            a_c *= abs(d)  # hue step in levels; sigma_c below is pre-multiplied by sign(d)
+            sr, sg_, sb = sgn[:, :ln]
+            if d >= 0:
+                np.subtract(g, b, out=sr)
+                np.subtract(b, r, out=sg_)
+                np.subtract(r, g, out=sb)
+            else:
+                np.subtract(b, g, out=sr)
+                np.subtract(r, b, out=sg_)
+                np.subtract(g, r, out=sb)
+            s = sgn[:, :ln]
+            # sigma_c = sign(next - prev) of integer differences; np.copysign/np.sign are not vectorised
+            np.clip(s, -1.0, 1.0, out=s)
+            s *= a_c
+        for i, (col, ch) in enumerate(zip(cols, (r, g, b), strict=True)):  # 3 channels, not pixels
+            np.multiply(ch, kmul, out=a_y)
             a_y += a_base
-            np.copysign(a_c, df, out=a_sg)
-            a_y -= a_sg
+            if d != 0.0:
+                a_y -= sgn[i, :ln]
             np.maximum(a_y, a_mn, out=a_y)
             np.minimum(a_y, a_hi, out=a_y)
             np.copyto(dst[col, r0:r1], a_y.reshape(r1 - r0, w), casting="unsafe")
