@@ -120,21 +120,3 @@ def download(
         log=typer.echo,
     )
     typer.echo(f"COCO 2017 is ready under {data_root}.")
-
-
-def main() -> None:
-    """Run the sub-app standalone (``python -m lucidyolo.cli.data``), exit 2 on user errors."""
-    import sys
-
-    from lucidyolo.cli.console import print_user_error
-    from lucidyolo.errors import UserError
-
-    try:
-        app()
-    except UserError as e:
-        print_user_error(e)
-        sys.exit(e.exit_code)
-
-
-if __name__ == "__main__":
-    main()

@@ -60,7 +60,7 @@ def fit(
     if print_config:
         console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
         return
-    missing = spec.missing_hooks("build_model", "build_criterion", "decode")
+    missing = spec.missing_hooks(*spec.FIT_HOOKS)
     if missing:
         raise NotAvailableError(
             f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {', '.join(missing)}.",

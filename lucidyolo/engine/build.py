@@ -82,7 +82,7 @@ def build_system(
     """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
     from lucidyolo.engine.system import DetectionSystem
 
-    missing = spec.missing_hooks("build_model", "build_criterion", "decode", "build_metric")
+    missing = spec.missing_hooks(*spec.FIT_HOOKS)
     if missing:
         from lucidyolo.errors import NotAvailableError
 

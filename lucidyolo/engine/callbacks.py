@@ -88,22 +88,6 @@ class EMACallback(Callback):
             self.ema.load_state_dict(state)
 
 
-class EpochSyncCallback(Callback):
-    """Tells the training sampler and dataset the epoch before each training epoch.
-
-    The sampler yields ``(epoch, index)`` pairs, so the augmentation stream and
-    the close-mosaic switch follow the epoch even in persistent workers; this
-    callback makes sure the epoch is set whatever Lightning version runs.
-    """
-
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        epoch = trainer.current_epoch
-        loader = trainer.train_dataloader
-        for obj in (getattr(loader, "sampler", None), getattr(loader, "dataset", None)):
-            if obj is not None and hasattr(obj, "set_epoch"):
-                obj.set_epoch(epoch)
-
-
 class ResultsCallback(Callback):
     """Writes one ``results.csv`` row per epoch and PNG curves at the end of fit.
 

@@ -80,6 +80,7 @@ class DetectionDataModule(pl.LightningDataModule):
         self.device_hsv = device_hsv
         self.train_dataset: TrainDataset | None = None
         self.val_dataset: ValDataset | None = None
+        self._train_workers: int | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_dataset is None and stage in (None, "fit"):
@@ -98,13 +99,18 @@ class DetectionDataModule(pl.LightningDataModule):
         return int(trainer.global_rank), int(trainer.world_size)
 
     def train_workers(self) -> int:
-        return resolve_num_workers(self.num_workers, self.batch_size, self.img_size, self.prefetch_factor, self.device_hsv)
+        """The training worker count, resolved once (the shm probe runs once per run, not per loader)."""
+        if self._train_workers is None:
+            self._train_workers = resolve_num_workers(
+                self.num_workers, self.batch_size, self.img_size, self.prefetch_factor, self.device_hsv
+            )
+        return self._train_workers
 
     def train_dataloader(self) -> Any:
         assert self.train_dataset is not None
         rank, world = self._rank_world()
         return build_train_loader(
-            self.train_dataset, self.batch_size, self.task, num_workers=self.num_workers,
+            self.train_dataset, self.batch_size, self.task, num_workers=self.train_workers(),
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             seed=self.seed, rank=rank, world_size=world,
         )

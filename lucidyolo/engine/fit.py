@@ -21,7 +21,6 @@ def quiet_known_warnings() -> None:
     """Filter the warnings we know are harmless (one by one, never all)."""
     warnings.filterwarnings("ignore", message=_LEAF_SPEC, category=FutureWarning)
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=r".*`isinstance\(treespec, LeafSpec\)`.*")
     # our run directory already holds config.yaml when the CSV logger starts
     warnings.filterwarnings("ignore", message=r"Experiment logs directory .* exists and is not empty.*")
     warnings.filterwarnings("ignore", message=r".*is smaller than the logging interval.*")
@@ -120,7 +119,6 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     from lucidyolo.engine.callbacks import (
         AtomicCheckpointIO,
         EMACallback,
-        EpochSyncCallback,
         ResultsCallback,
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
@@ -176,7 +174,9 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
         enable_version_counter=False, auto_insert_metric_name=False,
     )
-    callbacks: list[Any] = [checkpoint_cb, last_cb, EpochSyncCallback(), ResultsCallback(run_dir, spec.name)]
+    # No epoch callback: Lightning's fit loop calls EpochSampler.set_epoch, and the sampler hands
+    # the epoch to the dataset with every index.
+    callbacks: list[Any] = [checkpoint_cb, last_cb, ResultsCallback(run_dir, spec.name)]
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if console.is_terminal:

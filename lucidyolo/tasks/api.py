@@ -104,10 +104,13 @@ class TaskSpec:
     build_metric: Callable[..., Any] | None = None
     draw: Callable[..., Any] | None = None
 
+    FIT_HOOKS = ("build_model", "build_criterion", "decode", "build_metric")
+    """The hooks ``lucid fit`` needs."""
+
     @property
     def trainable(self) -> bool:
         """True when every hook ``lucid fit`` needs is provided."""
-        return all(h is not None for h in (self.build_model, self.build_criterion, self.decode))
+        return not self.missing_hooks(*self.FIT_HOOKS)
 
     def missing_hooks(self, *names: str) -> list[str]:
         """Names among ``names`` whose hook is ``None``."""

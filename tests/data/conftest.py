@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -15,20 +14,10 @@ from lucidyolo.data.synth import write_synthetic
 BIN = Path(sys.executable).parent
 
 
-@functools.cache
-def _lucid_has_data() -> bool:
-    lucid = BIN / "lucid"
-    if not lucid.exists():
-        return False
-    r = subprocess.run([str(lucid), "data", "--help"], capture_output=True, text=True, timeout=60)
-    return r.returncode == 0
-
-
 def run_data_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run `lucid data ARGS` (or `python -m lucidyolo.cli.data ARGS` until the lead registers it)."""
+    """Run `lucid data ARGS` through the installed console script, as a user would."""
     env = dict(os.environ, COLUMNS="200")
-    cmd = [str(BIN / "lucid"), "data"] if _lucid_has_data() else [sys.executable, "-m", "lucidyolo.cli.data"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run([str(BIN / "lucid"), "data", *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
