@@ -44,7 +44,7 @@ def _source(data_root: str | None):
 
 def _loader_rate(source, workers: int, batch: int, batches: int) -> tuple[float, int]:
     ds = TrainDataset(source, 640, "n", seed=0)
-    loader = build_train_loader(ds, batch, "det", num_workers=workers, seed=0)
+    loader = build_train_loader(ds, batch, num_workers=workers, seed=0)
     it = iter(loader)
     first = next(it)  # worker start-up and warm-up excluded
     t0 = time.perf_counter()

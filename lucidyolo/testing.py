@@ -16,9 +16,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import PLUGIN_API_VERSION, TASK_NAME_RE, TaskCapabilities, TaskSpec
-
-_HOOKS = ("build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "draw")
+from lucidyolo.tasks.api import (
+    TASK_NAME_RE,
+    ExportSpec,
+    GateSpec,
+    MetricSpec,
+    TaskCapabilities,
+    TaskSpec,
+    api_version_problem,
+)
 
 
 def task_spec_problems(spec: Any) -> list[str]:
@@ -26,8 +32,9 @@ def task_spec_problems(spec: Any) -> list[str]:
     if not isinstance(spec, TaskSpec):
         return [f"expected a lucidyolo.tasks.api.TaskSpec, got {type(spec).__name__}"]
     problems = []
-    if spec.api_version != PLUGIN_API_VERSION:
-        problems.append(f"api_version {spec.api_version} != PLUGIN_API_VERSION {PLUGIN_API_VERSION}")
+    version = api_version_problem(spec.api_version)
+    if version is not None and version[0] == "error":
+        problems.append(version[1])
     for label in (spec.name, *spec.aliases):
         if not TASK_NAME_RE.match(label):
             problems.append(f"name or alias {label!r} must match {TASK_NAME_RE.pattern}")
@@ -45,12 +52,34 @@ def task_spec_problems(spec: Any) -> list[str]:
             pass
     if not isinstance(spec.capabilities, TaskCapabilities):
         problems.append("capabilities must be a TaskCapabilities")
-    elif not all(isinstance(k, str) for k in spec.capabilities.metric_keys):
-        problems.append("capabilities.metric_keys must be strings")
-    for hook in _HOOKS:
+    problems += _metric_problems(spec)
+    for hook in TaskSpec.HOOKS:
         value = getattr(spec, hook)
         if value is not None and not callable(value):
             problems.append(f"hook {hook} must be callable or None")
+    if spec.gate is not None and not (isinstance(spec.gate, GateSpec) and callable(spec.gate.score)):
+        problems.append("gate must be a GateSpec with a callable score")
+    if spec.export is not None and not (isinstance(spec.export, ExportSpec) and spec.export.outputs):
+        problems.append("export must be an ExportSpec naming at least one output")
+    if not all(isinstance(f, str) for f in spec.fields):
+        problems.append("fields must be strings")
+    return problems
+
+
+def _metric_problems(spec: TaskSpec) -> list[str]:
+    m = spec.metrics
+    if not isinstance(m, MetricSpec):
+        return ["metrics must be a MetricSpec"]
+    problems = []
+    if not all(isinstance(k, str) and k.startswith("val/") for k in m.keys):
+        problems.append("metrics.keys must be strings starting with 'val/'")
+    if m.primary is not None and m.primary not in m.keys:
+        problems.append(f"metrics.primary {m.primary!r} is not one of metrics.keys")
+    unknown = set(m.columns) - set(m.keys)
+    if unknown:
+        problems.append(f"metrics.columns names keys that are not logged: {sorted(unknown)}")
+    if spec.build_metric is not None and not m.keys:
+        problems.append("a task with build_metric must declare metrics.keys")
     return problems
 
 

@@ -12,21 +12,43 @@ def evaluate(
     data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (default: the run's)."),
     split: str = typer.Option("val", "--split", help="Split to score."),
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Score the EMA weights (default) or the raw ones."),
-    masks: bool = typer.Option(True, "--masks/--no-masks", help="seg: also score masks."),
-    img_size: int | None = typer.Option(None, "--img-size", help="Input size (default 640; obb 1024)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Batch size (default 32; obb 8)."),
+    masks: bool = typer.Option(True, "--masks/--no-masks", help="Tasks with masks: also score them."),
+    img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the task's, 640 for det)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Batch size (default: the task's, 32 for det)."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto."),
     limit: int | None = typer.Option(None, "--limit", help="Score only the first N images."),
     output: Path | None = typer.Option(None, "--output", help="Write the report JSON here."),
     save_json: Path | None = typer.Option(
-        None, "--save-json", help="Write the COCO results file (e2e path; *_nms.json beside it)."
+        None, "--save-json", help="Write the results file (e2e path; *_nms.json beside it)."
     ),
     task: str | None = typer.Option(None, "--task", help="Must match the checkpoint's task if given."),
 ) -> None:
     """Score a checkpoint with its task's protocol (pycocotools for det), both decode paths."""
     from lucidyolo.engine.evaluate import run_eval
 
-    run_eval(
+    report = run_eval(
         checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=masks, img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
     )
+    print_report(report)
+
+
+def print_report(report: dict) -> None:
+    """One table per IoU type (rows: stats, columns: decode paths), then the timings."""
+    from rich.table import Table
+
+    from lucidyolo.cli.console import console, info
+
+    paths = report["paths"]
+    iou_types = list(next(iter(paths.values()))) if paths else []
+    for iou_type in iou_types:
+        table = Table(
+            title=f"lucid eval {report['task']} ({iou_type}): {report['num_images']} images ({report['weights']} weights)"
+        )
+        table.add_column("stat")
+        for path in paths:
+            table.add_column(path, justify="right")
+        for name in next(iter(paths.values()))[iou_type]["stats"]:
+            table.add_row(name, *(f"{p[iou_type]['stats'][name]:.4f}" for p in paths.values()))
+        console.print(table)
+    info(f"timings: {', '.join(f'{k} {v:.2f}' for k, v in report['timings'].items())}")

@@ -17,6 +17,11 @@ def export(
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Export the EMA weights (default) or the raw ones."),
 ) -> None:
     """Export the deployed graph (trunk + one-to-one head + top-k, no NMS) to ONNX."""
+    from lucidyolo.cli.console import info
     from lucidyolo.engine.export import run_export
 
-    run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema)
+    result = run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema)
+    info(f"wrote {result['onnx']} ({result['bytes'] / 1e6:.1f} MB, {result['img_size']} px, opset 17, "
+         f"outputs {', '.join(result['outputs'])})")
+    if "parity" in result:
+        info(f"onnxruntime parity: {result['parity']['summary']}")

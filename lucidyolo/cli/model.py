@@ -17,7 +17,7 @@ def model() -> None:
 @app.command()
 def summary(
     variant: str = typer.Option("n", "--variant", "-v", help="Variant: n, s, m, l or x."),
-    task: str = typer.Option("det", "--task", help="Task (only det is built so far)."),
+    task: str = typer.Option("det", "--task", help="Task name or alias (`lucid plugins` lists them)."),
     num_classes: int = typer.Option(80, "--num-classes", help="Number of classes."),
     img_size: int = typer.Option(640, "--img-size", help="Square input size in pixels (multiple of 32)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
@@ -31,9 +31,11 @@ def summary(
             why="the network downsamples by 32.",
             fix="use e.g. 320, 640 or 1024.",
         )
-    from lucidyolo.models.summary import model_summary  # torch is imported here, not at CLI start
+    from lucidyolo.engine.summary import (
+        task_model_summary,  # torch is imported here, not at CLI start
+    )
 
-    info = model_summary(variant, task=task, num_classes=num_classes, img_size=img_size)
+    info = task_model_summary(task, variant, num_classes, img_size)
     if as_json:
         typer.echo(json.dumps(info))
         return

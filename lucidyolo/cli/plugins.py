@@ -19,10 +19,11 @@ def plugins(
     from lucidyolo.tasks.registry import discover
 
     records = discover()
+    version = ".".join(map(str, PLUGIN_API_VERSION))
     if as_json:
-        typer.echo(json.dumps({"plugin_api_version": PLUGIN_API_VERSION, "tasks": [r.as_dict() for r in records]}, indent=2))
+        typer.echo(json.dumps({"plugin_api_version": version, "tasks": [r.as_dict() for r in records]}, indent=2))
         return
-    table = Table(title=f"lucidyolo task plugins (plugin API {PLUGIN_API_VERSION})")
+    table = Table(title=f"lucidyolo task plugins (plugin API {version})")
     for col in ("task", "aliases", "distribution", "version", "API", "status", "error"):
         table.add_column(col)
     for r in records:
@@ -35,6 +36,6 @@ def plugins(
             str(r.version),
             str(d["api_version"] or "-"),
             f"[{style}]{r.status}[/{style}]",
-            r.error or "",
+            r.error or (f"warning: {r.warning}" if r.warning else ""),
         )
     console.print(table)

@@ -18,6 +18,12 @@ def predict(
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto."),
 ) -> None:
     """Run a checkpoint on an image, a folder or a glob; one line per detection."""
+    from lucidyolo.cli.console import console
     from lucidyolo.engine.predict import run_predict
 
-    run_predict(checkpoint, source, conf, decoder, save, output, img_size, device)
+    def show(path: Path, predictions: list[dict]) -> None:
+        for p in predictions:
+            what = " ".join(f"{v}" for k, v in p.items() if k not in ("name", "score", "label"))
+            console.print(f"{path}: {p.get('name', '')} {p.get('score', 0.0):.3f} {what}", highlight=False)
+
+    run_predict(checkpoint, source, conf, decoder, save, output, img_size, device, on_image=show)

@@ -239,7 +239,7 @@ def _loader_kwargs(num_workers: int, prefetch_factor: int, persistent_workers: b
 def build_train_loader(
     dataset: Dataset,
     batch_size: int,
-    task: str,
+    fields: tuple[str, ...] = (),
     *,
     num_workers: int | None = None,
     prefetch_factor: int = 2,
@@ -256,7 +256,7 @@ def build_train_loader(
     Args:
         dataset: training dataset (its ``img_size`` and ``device_hsv`` size the shm budget).
         batch_size: per-rank batch size.
-        task: ``det | seg | obb | pose`` (fixes the packed tensor set).
+        fields: the task's instance fields beyond boxes/labels/difficult (fix the packed tensor set).
         num_workers: ``None`` = automatic (see :func:`resolve_num_workers`).
         prefetch_factor: batches queued per worker (DataLoader default 2).
         persistent_workers: keep workers between epochs (default off).
@@ -275,7 +275,7 @@ def build_train_loader(
         batch_size=batch_size,
         sampler=sampler,
         drop_last=drop_last,
-        collate_fn=partial(collate_packed, task=task),
+        collate_fn=partial(collate_packed, fields=tuple(fields)),
         generator=generator,
         **_loader_kwargs(workers, prefetch_factor, persistent_workers, pin_memory),
     )
@@ -284,7 +284,7 @@ def build_train_loader(
 def build_val_loader(
     dataset: Dataset,
     batch_size: int,
-    task: str,
+    fields: tuple[str, ...] = (),
     *,
     inherited_workers: int = 0,
     val_num_workers: int | None = None,
@@ -309,7 +309,7 @@ def build_val_loader(
         dataset,
         batch_size=batch_size,
         sampler=sampler,
-        collate_fn=partial(collate_packed, task=task),
+        collate_fn=partial(collate_packed, fields=tuple(fields)),
         **_loader_kwargs(workers, prefetch_factor, False, pin_memory),
     )
 

@@ -76,34 +76,48 @@ def resolve_num_classes(cfg: RunConfig, source: ImageSource) -> int:
     return found
 
 
+def dataset_meta(spec: TaskSpec, source: ImageSource) -> dict[str, Any]:
+    """The dataset meta the task declares (``spec.meta_keys``), read from the training split.
+
+    Saved in every checkpoint so eval, predict and export rebuild the same model.
+    """
+    return {key: getattr(source, key, None) for key in spec.meta_keys}
+
+
 def build_system(
-    spec: TaskSpec, cfg: RunConfig, num_classes: int, class_names: list[str], channels_last: bool = False
+    spec: TaskSpec, cfg: RunConfig, num_classes: int, class_names: list[str], meta: dict[str, Any] | None = None,
+    channels_last: bool = False,
 ) -> Any:
     """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
-    from lucidyolo.engine.system import DetectionSystem
+    from lucidyolo.engine.system import TrainingSystem
 
     missing = spec.missing_hooks(*spec.FIT_HOOKS)
-    if missing:
+    if missing or spec.metrics.monitor is None:
         from lucidyolo.errors import NotAvailableError
 
+        what = ", ".join(missing) if missing else "a primary epoch metric (metrics.primary)"
         raise NotAvailableError(
-            f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {', '.join(missing)}.",
+            f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {what}.",
             fix="Nothing was run.",
         )
-    assert spec.build_model and spec.build_criterion and spec.decode and spec.build_metric
+    assert spec.build_model and spec.build_criterion and spec.decode and spec.build_metric and spec.metric_update
     m = cfg.model
-    model = spec.build_model(m, num_classes)
+    meta = dict(meta or {})
+    model = spec.build_model(cfg=m, num_classes=num_classes, meta=meta)
     if channels_last:
         import torch
 
         model = model.to(memory_format=torch.channels_last)
-    return DetectionSystem(
+    return TrainingSystem(
         model,
-        spec.build_criterion(m, num_classes),
+        spec.build_criterion(cfg=m, num_classes=num_classes, meta=meta),
         spec.decode,
-        spec.build_metric(num_classes),
+        spec.build_metric(num_classes=num_classes, meta=meta),
+        spec.metric_update,
+        spec.metrics.keys,
         config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},
         class_names=class_names,
+        dataset_meta=meta,
         lr=m.lr, lr_reference_batch=m.lr_reference_batch, lrf=m.lrf, momentum=m.momentum,
         weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs, optimizer=m.optimizer,
         batch_size=cfg.data.batch_size, channels_last=channels_last,
@@ -113,14 +127,14 @@ def build_system(
 def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource, cuda: bool = False) -> Any:
     """The DataModule; ``data.device_hsv`` is honoured only where it can run (else warns once)."""
     from lucidyolo.data.device_hsv import resolve_device_hsv
-    from lucidyolo.engine.datamodule import DetectionDataModule
+    from lucidyolo.engine.datamodule import TrainingDataModule
 
     d = cfg.data
     acc = cfg.trainer.accelerator.lower()
     accelerator = "cuda" if cuda else ("cpu" if acc == "auto" else acc)
     device_hsv = resolve_device_hsv(d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy)
-    return DetectionDataModule(
-        train, val, spec.name, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
+    return TrainingDataModule(
+        train, val, spec.fields, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
         epochs=cfg.trainer.max_epochs, close_mosaic=cfg.model.close_mosaic, mosaic=d.mosaic,
         augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,7 @@ from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from lucidyolo.engine.checkpoint import atomic_save
 from lucidyolo.engine.ema import ModelEMA
-from lucidyolo.engine.results_csv import (
-    LOGGED_METRIC_TO_COLUMN,
-    LOSS_TERMS,
-    results_columns,
-    write_results_row,
-)
+from lucidyolo.engine.results_csv import results_columns, write_results_row
 
 EMA_KEY = "lucid_ema"
 
@@ -97,10 +93,12 @@ class ResultsCallback(Callback):
     Validation columns are filled only when validation ran in that epoch.
     """
 
-    def __init__(self, run_dir: Path, task: str) -> None:
+    def __init__(self, run_dir: Path, loss_terms: Sequence[str], metric_columns: Mapping[str, str]) -> None:
+        """``metric_columns`` maps each logged epoch metric key to its column, in column order."""
         self.run_dir = Path(run_dir)
-        self.task = task
-        self.columns = results_columns(task)
+        self.loss_terms = tuple(loss_terms)
+        self.metric_columns = dict(metric_columns)
+        self.columns = results_columns(self.loss_terms, list(self.metric_columns.values()))
         self._validated_epoch = -1
 
     @property
@@ -117,13 +115,13 @@ class ResultsCallback(Callback):
         m = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
         validated = self._validated_epoch == trainer.current_epoch
         row: dict[str, float | int | None] = {"epoch": trainer.current_epoch}
-        for term in LOSS_TERMS.get(self.task, ()):
+        for term in self.loss_terms:
             for split in ("train", "val") if validated else ("train",):
-                value = m.get(f"{split}/{term}")
-                if f"{split}/{term}" in self.columns and value is not None and math.isfinite(value):
-                    row[f"{split}/{term}"] = value
+                value = m.get(f"{split}/{term}_loss")
+                if value is not None and math.isfinite(value):
+                    row[f"{split}/{term}_loss"] = value
         if validated:
-            for logged, column in LOGGED_METRIC_TO_COLUMN.get(self.task, {}).items():
+            for logged, column in self.metric_columns.items():
                 if logged in m and column in self.columns:
                     row[column] = m[logged]
         if trainer.optimizers:

@@ -13,12 +13,12 @@ from lucidyolo.data.shm import batch_nbytes
 from lucidyolo.data.source import ImageSource
 
 
-class DetectionDataModule(pl.LightningDataModule):
+class TrainingDataModule(pl.LightningDataModule):
     """Training and validation loaders over two :class:`ImageSource` splits.
 
     Args:
         train_source, val_source: the splits.
-        task: task name (fixes the packed tensor set).
+        fields: the task's instance fields beyond boxes/labels/difficult (fix the packed tensor set).
         img_size: network input side S.
         batch_size: per-device batch size.
         variant: model variant (augmentation strengths).
@@ -39,7 +39,7 @@ class DetectionDataModule(pl.LightningDataModule):
         self,
         train_source: ImageSource,
         val_source: ImageSource,
-        task: str,
+        fields: tuple[str, ...],
         img_size: int,
         batch_size: int,
         *,
@@ -60,7 +60,7 @@ class DetectionDataModule(pl.LightningDataModule):
         super().__init__()
         self.train_source = train_source
         self.val_source = val_source
-        self.task = task
+        self.fields = tuple(fields)
         self.img_size = img_size
         self.batch_size = batch_size
         self.val_batch_size = val_batch_size or batch_size
@@ -110,7 +110,7 @@ class DetectionDataModule(pl.LightningDataModule):
         assert self.train_dataset is not None
         rank, world = self._rank_world()
         return build_train_loader(
-            self.train_dataset, self.batch_size, self.task, num_workers=self.train_workers(),
+            self.train_dataset, self.batch_size, self.fields, num_workers=self.train_workers(),
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             seed=self.seed, rank=rank, world_size=world,
         )
@@ -121,7 +121,7 @@ class DetectionDataModule(pl.LightningDataModule):
         workers = self.train_workers()
         pool = workers * self.prefetch_factor * batch_nbytes(self.batch_size, self.img_size, self.device_hsv)
         return build_val_loader(
-            self.val_dataset, self.val_batch_size, self.task, inherited_workers=workers,
+            self.val_dataset, self.val_batch_size, self.fields, inherited_workers=workers,
             val_num_workers=self.val_num_workers, prefetch_factor=self.prefetch_factor,
             train_pool_bytes=pool, rank=rank, world_size=world,
         )

@@ -10,11 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.cli.console import console, info
 from lucidyolo.errors import NotAvailableError, UserError
-
-TASK_DEFAULTS = {"obb": (1024, 8)}
-"""Per-task default (img_size, batch_size); others use (640, 32)."""
 
 
 def sha256_of(path: Path) -> str:
@@ -49,57 +45,6 @@ def pick_device(device: str) -> Any:
     return dev
 
 
-def predict_split(model: Any, spec: Any, source: Any, img_size: int, batch_size: int, device: Any, limit: int | None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, float]]:
-    """Run the model over a split; COCO results (original pixels, dataset ids) per decode path."""
-    import torch
-
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.coco_eval import dets_to_coco_results
-    from lucidyolo.structures.packed import unpack
-
-    dataset: Any = ValDataset(source, img_size)
-    if limit is not None:
-        dataset = _FirstItems(dataset, limit)
-    loader = build_val_loader(dataset, batch_size, spec.name, val_num_workers=min(2, batch_size))
-    results: dict[str, list[dict[str, Any]]] = {"e2e": [], "nms": []}
-    t_forward = t_decode = 0.0
-    model.to(device)
-    with torch.inference_mode():
-        for batch in loader:
-            images, _, meta = unpack(batch, device)
-            t0 = time.perf_counter()
-            outputs = model(images)
-            t1 = time.perf_counter()
-            decoded = {path: spec.decode(outputs, path).cpu() for path in ("e2e", "nms")}
-            t_forward += t1 - t0
-            t_decode += time.perf_counter() - t1
-            for i in range(images.shape[0]):  # per image: only the result dicts, after the batched decode
-                index = int(meta["index"][i])
-                scale, pad_x, pad_y = (float(v) for v in meta["letterbox"][i])
-                hw = (int(meta["orig_hw"][i, 0]), int(meta["orig_hw"][i, 1]))
-                for path, dets in decoded.items():
-                    results[path] += dets_to_coco_results(
-                        dets[i], source.image_id(index), source.category_ids, scale, pad_x, pad_y, hw
-                    )
-    return results, {"forward_s": t_forward, "decode_s": t_decode}
-
-
-class _FirstItems:
-    """The first ``n`` items of a dataset (the sampler yields ``(epoch, index)`` pairs, which Subset rejects)."""
-
-    def __init__(self, dataset: Any, n: int) -> None:
-        self.dataset = dataset
-        self.n = max(0, min(n, len(dataset)))
-        self.img_size = dataset.img_size
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, item: Any) -> Any:
-        return self.dataset[item]
-
-
 def run_eval(
     checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True, masks: bool = True,
     img_size: int | None = None, batch_size: int | None = None, device: str = "auto", limit: int | None = None,
@@ -110,15 +55,17 @@ def run_eval(
 
     quiet_known_warnings()
     t_start = time.perf_counter()
-    from lucidyolo.data.coco_gt import build_coco_gt
     from lucidyolo.engine.build import data_root_of, open_split
     from lucidyolo.engine.restore import restore
-    from lucidyolo.metrics.coco_eval import evaluate_coco, save_results_json
+    from lucidyolo.metrics.coco_eval import save_results_json
 
     restored = restore(checkpoint, ema=ema, task=task)
     spec, cfg = restored.spec, restored.config
-    if spec.name != "det":
-        raise NotAvailableError(f"`lucid eval` for task {spec.name!r} is not built yet.", fix="Nothing was run.")
+    if spec.evaluate is None or spec.decode is None:
+        raise NotAvailableError(
+            f"`lucid eval` for task {spec.name!r} is not available: its plugin provides no evaluate hook.",
+            fix="Nothing was run.",
+        )
     if data_root is not None:
         cfg.data.data_root = data_root
     root = data_root_of(spec, cfg)
@@ -131,29 +78,18 @@ def run_eval(
             why="scores against another label space are meaningless.",
             fix="Evaluate on a dataset with the same categories.",
         )
-    size_default, batch_default = TASK_DEFAULTS.get(spec.name, (640, 32))
-    img_size = img_size or size_default
+    img_size = img_size or spec.eval_img_size
     if img_size % 32:
         raise UserError(f"--img-size {img_size} is not a multiple of 32.", fix="Use e.g. 640.")
     dev = pick_device(device)
-    t_pred = time.perf_counter()
-    results, timing = predict_split(
-        restored.model, spec, source, img_size, batch_size or batch_default, dev, limit
+    outcome = spec.evaluate(
+        model=restored.model, decode=spec.decode, source=source, img_size=img_size,
+        batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit, options={"masks": masks},
     )
-    timing["predict_s"] = time.perf_counter() - t_pred
-    gt = build_coco_gt(source)
-    if limit is not None:
-        keep = {source.image_id(i) for i in range(min(limit, len(source)))}
-        gt = {**gt, "images": [im for im in gt["images"] if im["id"] in keep],
-              "annotations": [a for a in gt["annotations"] if a["image_id"] in keep]}
-    paths: dict[str, Any] = {}
-    for path, dets in results.items():
-        res = evaluate_coco(gt, dets, iou_type="bbox")
-        paths[path] = {"bbox": res.to_dict()}
-        timing[f"cocoeval_{path}_s"] = res.timings.get("total", 0.0)
+    paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
     if save_json is not None:
-        save_results_json(results["e2e"], save_json)
-        save_results_json(results["nms"], save_json.with_name(save_json.stem + "_nms" + save_json.suffix))
+        for i, (path, rows) in enumerate(results.items()):  # the first path keeps the given name
+            save_results_json(rows, save_json if i == 0 else save_json.with_name(f"{save_json.stem}_{path}{save_json.suffix}"))
     timing["total_s"] = time.perf_counter() - t_start
     report = {
         "task": spec.name,
@@ -162,7 +98,7 @@ def run_eval(
         "weights": "ema" if restored.used_ema else "raw",
         "data_root": str(root),
         "split": split,
-        "num_images": len(gt["images"]),
+        "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),
         "img_size": img_size,
         "engine": "pycocotools",
         "versions": library_versions(),
@@ -173,24 +109,9 @@ def run_eval(
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=2))
-    _print_report(report)
     return report
 
 
 def _class_names_of(restored: Any) -> list[str]:
     names = restored.checkpoint.get("lucid", {}).get("class_names")
     return list(names) if names else []
-
-
-def _print_report(report: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"lucid eval {report['task']}: {report['num_images']} images ({report['weights']} weights)")
-    table.add_column("stat")
-    for path in report["paths"]:
-        table.add_column(path, justify="right")
-    names = list(next(iter(report["paths"].values()))["bbox"]["stats"])
-    for name in names:
-        table.add_row(name, *(f"{p['bbox']['stats'][name]:.4f}" for p in report["paths"].values()))
-    console.print(table)
-    info(f"timings: {', '.join(f'{k} {v:.2f}' for k, v in report['timings'].items())}")

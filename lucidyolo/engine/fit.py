@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from pathlib import Path
@@ -51,16 +52,17 @@ def uses_cuda(cfg: RunConfig) -> bool:
 _warned_compile = False
 
 
-def should_compile(requested: bool, task: str, cuda: bool) -> bool:
-    """``model.compile_step`` applies to CUDA + det only; elsewhere warn once and train eagerly."""
+def should_compile(requested: bool, spec: TaskSpec, cuda: bool) -> bool:
+    """``model.compile_step`` applies on CUDA to tasks that declare it; elsewhere warn once and train eagerly."""
     global _warned_compile
     if not requested:
         return False
-    if cuda and task == "det":
+    task = spec.name
+    if cuda and spec.capabilities.compile_step:
         return True
     if not _warned_compile:
         _warned_compile = True
-        where = "this machine has no CUDA" if not cuda else f"task {task!r} is not supported"
+        where = "this machine has no CUDA" if not cuda else f"task {task!r} does not declare compile_step"
         warnings.warn(f"model.compile_step is ignored ({where}); training eagerly.", UserWarning, stacklevel=2)
     return False
 
@@ -113,6 +115,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         build_datamodule,
         build_system,
         data_root_of,
+        dataset_meta,
         open_split,
         resolve_num_classes,
     )
@@ -152,8 +155,10 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
 
     cuda = uses_cuda(cfg)
     pl.seed_everything(cfg.seed, workers=False, verbose=False)
-    system = build_system(spec, cfg, num_classes, list(train_src.class_names), channels_last=cuda)
-    if should_compile(cfg.model.compile_step, spec.name, cuda):
+    system = build_system(
+        spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src), channels_last=cuda
+    )
+    if should_compile(cfg.model.compile_step, spec, cuda):
         # The bound method, not the module: checkpoint keys stay those of the eager model. Batch size
         # and padded GT count are dynamic so the last short batch or a denser batch do not recompile.
         system.use_compiled_objective(torch.compile(system.objective, dynamic=True))
@@ -165,7 +170,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     tb = TensorBoardLogger(save_dir=str(root), name="", version=version, default_hp_metric=False)
     csv = CSVLogger(save_dir=str(root), name="", version=version)
     checkpoint_cb = ModelCheckpoint(
-        dirpath=run_dir / "checkpoints", filename="best", monitor=spec.capabilities.metric_keys[0], mode="max",
+        dirpath=run_dir / "checkpoints", filename="best", monitor=spec.metrics.monitor, mode="max",
         save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
     )
     # A separate unmonitored callback writes last.ckpt every epoch: Lightning's save_last only
@@ -176,7 +181,9 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     )
     # No epoch callback: Lightning's fit loop calls EpochSampler.set_epoch, and the sampler hands
     # the epoch to the dataset with every index.
-    callbacks: list[Any] = [checkpoint_cb, last_cb, ResultsCallback(run_dir, spec.name)]
+    callbacks: list[Any] = [checkpoint_cb, last_cb, ResultsCallback(
+        run_dir, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}
+    )]
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if console.is_terminal:
@@ -202,8 +209,6 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
     best = checkpoint_cb.best_model_path or str(run_dir / "checkpoints" / "last.ckpt")
     if trainer.is_global_zero:
-        info(
-            f"done: val/mAP50-95 {metrics.get('val/mAP50-95', float('nan')):.4f}, "
-            f"val/mAP50 {metrics.get('val/mAP50', float('nan')):.4f}; best checkpoint {best}"
-        )
+        shown = ", ".join(f"{k} {metrics.get(k, math.nan):.4f}" for k in spec.metrics.summary or spec.metrics.keys)
+        info(f"done: {shown}; best checkpoint {best}")
     return {"run_dir": run_dir, "best": best, "metrics": metrics, "trainer": trainer, "system": system}

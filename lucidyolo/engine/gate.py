@@ -10,50 +10,10 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lucidyolo.errors import NotAvailableError
-
-
-@dataclass(frozen=True)
-class GateSpec:
-    """Recipe and floor of one task's gate."""
-
-    preset: str
-    metric: str
-    floor: float
-    images: int = 100
-    img_size: int = 320
-    epochs: int = 50
-    conf: float = 0.25
-
-
-GATES: dict[str, GateSpec] = {
-    "det": GateSpec(preset="det_nano_overfit.yaml", metric="recall@0.5 (train slice, e2e, conf>=0.25)", floor=0.95),
-}
-
-
-def deployed_recall(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
-    """Recall at IoU 0.5 of the deployed end-to-end graph on ``source`` (network-input frame)."""
-    import torch
-
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.recall import RecallAtIoU
-    from lucidyolo.structures.packed import unpack
-
-    deployed = model.deploy().eval()
-    loader = build_val_loader(ValDataset(source, img_size), batch_size, "det", val_num_workers=0)
-    recall = RecallAtIoU(0.5)
-    with torch.inference_mode():
-        for batch in loader:
-            images, gt, _ = unpack(batch, "cpu")
-            dets = deployed(images)  # (B, 300, 6)
-            dets = torch.where((dets[..., 4:5] >= conf), dets, torch.zeros_like(dets))
-            recall.update(dets, gt["boxes"], gt["labels"], gt["mask"])
-    return recall.compute()  # NaN without ground truth: fails every floor
 
 
 def run_overfit_gate(
@@ -67,8 +27,8 @@ def run_overfit_gate(
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task(task)
-    gate = GATES.get(spec.name)
-    if gate is None or spec.make_synthetic is None:
+    gate = spec.gate
+    if gate is None or spec.make_synthetic is None or not spec.trainable:
         raise NotAvailableError(
             f"`lucid gate overfit --task {spec.name}` is not available yet.",
             why=f"the {spec.name} task's training path is not built yet (see the README status table).",
@@ -86,10 +46,10 @@ def run_overfit_gate(
     )
     result = run_fit(spec, cfg)
     source = open_split(spec, cfg, root, "train", "train")
-    value = deployed_recall(result["system"].model.cpu(), source, size, gate.conf)
+    value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf))
     wall = time.perf_counter() - t0
     return {
         "task": spec.name, "metric": gate.metric, "value": value, "floor": gate.floor,
-        "passed": value >= gate.floor, "wall_s": wall, "epochs": e, "images": len(source), "img_size": size,
+        "passed": bool(value >= gate.floor), "wall_s": wall, "epochs": e, "images": len(source), "img_size": size,
         "run_dir": str(result["run_dir"]),
     }

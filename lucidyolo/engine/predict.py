@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.cli.console import console
 from lucidyolo.errors import NotAvailableError, UserError
 
 
 def run_predict(
     checkpoint: Path, source: str, conf: float = 0.25, decoder: str = "e2e", save: Path | None = None,
     output: Path | None = None, img_size: int | None = None, device: str = "auto", ema: bool = True,
+    on_image: Callable[[Path, list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
+    """Predict every image of ``source``; ``on_image(path, predictions)`` is called as each one is done.
+
+    Returns one ``{"image", "height", "width", "predictions"}`` dict per image
+    (``predictions`` as the task's ``predict`` hook returns them).
+    """
     from lucidyolo.engine.fit import quiet_known_warnings
 
     quiet_known_warnings()
@@ -24,20 +30,22 @@ def run_predict(
     from lucidyolo.predict.sources import resolve_sources
 
     files = resolve_sources(source)
-    import numpy as np
     import torch
 
     from lucidyolo.data.augment.letterbox import letterbox_image
     from lucidyolo.data.image_io import read_image
     from lucidyolo.engine.evaluate import pick_device
     from lucidyolo.engine.restore import restore
-    from lucidyolo.metrics.mapping import unletterbox_boxes
-    from lucidyolo.predict.draw import draw_boxes
 
     restored = restore(checkpoint, ema=ema)
     spec = restored.spec
-    if spec.name != "det" or spec.decode is None:
-        raise NotAvailableError(f"`lucid predict` for task {spec.name!r} is not built yet.", fix="Nothing was run.")
+    missing = spec.missing_hooks("decode", "predict", *(("draw",) if save is not None else ()))
+    if missing:
+        raise NotAvailableError(
+            f"`lucid predict` for task {spec.name!r} is not available: its plugin provides no {', '.join(missing)}.",
+            fix="Nothing was run." if "draw" not in missing else "Run without --save.",
+        )
+    assert spec.decode is not None and spec.predict is not None
     names = list(restored.checkpoint["lucid"].get("class_names") or [])
     size = img_size or restored.config.data.img_size
     if size % 32:
@@ -52,21 +60,17 @@ def run_predict(
             image = read_image(f)
             boxed, lb = letterbox_image(image, size)
             x = torch.from_numpy(boxed).permute(2, 0, 1)[None].to(dev).float() / 255.0  # (1, 3, S, S)
-            dets = spec.decode(model(x), decoder)[0].cpu()  # (300, 6)
-            dets = dets[dets[:, 4] >= max(conf, 1e-9)]
+            decoded = spec.decode(model(x), decoder)[0].cpu()
             h, w = image.shape[:2]
-            boxes = np.asarray(unletterbox_boxes(dets[:, :4].double().numpy(), lb.scale, lb.pad_x, lb.pad_y, (h, w)))
-            scores, labels = dets[:, 4].numpy(), dets[:, 5].long().numpy()
-            rows = [
-                {"box": [round(float(v), 2) for v in b], "score": round(float(s), 4), "label": int(c),
-                 "name": names[int(c)] if int(c) < len(names) else str(int(c))}
-                for b, s, c in zip(boxes, scores, labels, strict=True)
-            ]
-            for r in rows:
-                console.print(f"{f}: {r['name']} {r['score']:.3f} {r['box']}", highlight=False)
-            results.append({"image": str(f), "height": h, "width": w, "detections": rows})
+            rows = spec.predict(
+                decoded=decoded, image_hw=(h, w), letterbox=(lb.scale, lb.pad_x, lb.pad_y), class_names=names, conf=conf
+            )
+            if on_image is not None:
+                on_image(f, rows)
+            results.append({"image": str(f), "height": h, "width": w, "predictions": rows})
             if save is not None:
-                draw_boxes(image, boxes, scores, labels, names).save(save / f"{f.stem}.jpg", quality=92)
+                assert spec.draw is not None
+                spec.draw(image=image, predictions=rows, class_names=names).save(save / f"{f.stem}.jpg", quality=92)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,

@@ -25,6 +25,7 @@ class Restored:
     num_classes: int
     used_ema: bool
     checkpoint: dict[str, Any]
+    dataset_meta: dict[str, Any]
 
 
 def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
@@ -57,8 +58,13 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
             fix="Drop --task (the checkpoint knows its task).",
         )
     cfg = run_config_class(spec).model_validate(raw)
-    assert spec.build_model is not None
-    model = spec.build_model(cfg.model, num_classes)
+    if spec.build_model is None:
+        raise UserError(
+            f"Task {spec.name!r} provides no build_model hook; its checkpoints cannot be loaded.",
+            fix="Install the plugin release that wrote the checkpoint.",
+        )
+    meta = dict(lucid.get("dataset_meta") or {})
+    model = spec.build_model(cfg=cfg.model, num_classes=num_classes, meta=meta)
     state = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     used_ema = False
     if ema and isinstance(ckpt.get("lucid_ema"), dict):
@@ -72,4 +78,4 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
             fix="Use the lucidyolo version that wrote the checkpoint.",
         ) from exc
     model.eval()
-    return Restored(spec, cfg, model, num_classes, used_ema, ckpt)
+    return Restored(spec, cfg, model, num_classes, used_ema, ckpt, meta)

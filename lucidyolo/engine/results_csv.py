@@ -4,14 +4,12 @@ Columns (``results_columns``) follow the common ``<split>/<term>`` and
 ``metrics/<name>(<kind>)`` convention, named after *our* loss terms:
 
 * ``epoch`` (0-based, as Lightning counts);
-* ``train/<term>`` and ``val/<term>`` for every loss term before gains:
-  det ``box_loss`` (1 - CIoU), ``cls_loss`` (BCE), ``l1_loss`` (stride-unit L1);
-  seg adds ``seg_loss`` (mask BCE) and ``sem_loss`` (semantic BCE + Dice);
-  obb's ``box_loss`` is 1 - ProbIoU and it adds ``angle_loss``;
-  pose adds ``kpt_loss`` (RLE);
-* ``metrics/mAP50(B)``, ``metrics/mAP50-95(B)``: box mAP (det, seg) or rotated
-  mAP (obb; ``B`` for "box", as the convention uses it for oriented boxes
-  too); seg adds ``(M)`` mask mAP, pose has ``(P)`` OKS AP instead of ``(B)``;
+* ``train/<term>_loss`` and ``val/<term>_loss`` for every loss term the task
+  declares (``TaskSpec.loss_terms``), before gains: detection's ``box``
+  (1 - CIoU), ``cls`` (BCE), ``l1`` (stride-unit L1);
+* the task's epoch metrics under the column names it declares
+  (``MetricSpec.columns``; detection: ``metrics/mAP50(B)``,
+  ``metrics/mAP50-95(B)``);
 * ``lr/pg0`` ... one per optimizer parameter group.
 
 No ``metrics/precision(B)`` / ``metrics/recall(B)``: those conventionally mean
@@ -34,60 +32,37 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lucidyolo.atomic_write import atomic_open
-
-LOSS_TERMS: dict[str, tuple[str, ...]] = {
-    "det": ("box_loss", "cls_loss", "l1_loss"),
-    "seg": ("box_loss", "cls_loss", "l1_loss", "seg_loss", "sem_loss"),
-    "obb": ("box_loss", "cls_loss", "l1_loss", "angle_loss"),
-    "pose": ("box_loss", "cls_loss", "l1_loss", "kpt_loss"),
-}
-"""Loss terms logged per task (before gains), in column order."""
-
-METRIC_COLUMNS: dict[str, tuple[str, ...]] = {
-    "det": ("metrics/mAP50(B)", "metrics/mAP50-95(B)"),
-    "seg": ("metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/mAP50(M)", "metrics/mAP50-95(M)"),
-    "obb": ("metrics/mAP50(B)", "metrics/mAP50-95(B)"),
-    "pose": ("metrics/mAP50(P)", "metrics/mAP50-95(P)"),
-}
-"""Metric columns per task."""
-
-LOGGED_METRIC_TO_COLUMN: dict[str, dict[str, str]] = {
-    "det": {"val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)"},
-    "seg": {
-        "val/mAP50": "metrics/mAP50(B)",
-        "val/mAP50-95": "metrics/mAP50-95(B)",
-        "val/segm_mAP50": "metrics/mAP50(M)",
-        "val/segm_mAP50-95": "metrics/mAP50-95(M)",
-    },
-    "obb": {
-        "val/rotated_mAP50": "metrics/mAP50(B)",
-        "val/rotated_mAP50-95": "metrics/mAP50-95(B)",
-    },
-    "pose": {"val/oks_mAP50": "metrics/mAP50(P)", "val/oks_mAP": "metrics/mAP50-95(P)"},
-}
-"""Lightning-logged epoch metric keys (spec names) -> ``results.csv`` columns."""
+from lucidyolo.tasks.api import TaskSpec
 
 
-def results_columns(task: str, num_param_groups: int = 1) -> list[str]:
-    """Column names of ``results.csv`` for a task.
+def results_columns(
+    loss_terms: Sequence[str], metric_columns: Sequence[str], num_param_groups: int = 1
+) -> list[str]:
+    """Column names of ``results.csv``, derived from the task (never from its name).
 
     Args:
-        task: canonical task name (``det``, ``seg``, ``obb``, ``pose``); a
-            plugin task not listed gets the det terms.
+        loss_terms: the criterion's term names (``TaskSpec.loss_terms``, e.g.
+            ``box``, ``cls``, ``l1``); each gives ``train/<term>_loss`` and
+            ``val/<term>_loss``.
+        metric_columns: the epoch metric columns in order
+            (``MetricSpec.column(key)`` of every ``MetricSpec.keys`` entry).
         num_param_groups: optimizer parameter groups (``lr/pg0`` ...).
 
     Returns:
         The ordered column names, ``epoch`` first.
     """
-    terms = LOSS_TERMS.get(task, LOSS_TERMS["det"])
-    metrics = METRIC_COLUMNS.get(task, METRIC_COLUMNS["det"])
     return [
         "epoch",
-        *(f"train/{t}" for t in terms),
-        *metrics,
-        *(f"val/{t}" for t in terms),
+        *(f"train/{t}_loss" for t in loss_terms),
+        *metric_columns,
+        *(f"val/{t}_loss" for t in loss_terms),
         *(f"lr/pg{i}" for i in range(num_param_groups)),
     ]
+
+
+def task_results_columns(spec: TaskSpec, num_param_groups: int = 1) -> list[str]:
+    """:func:`results_columns` of a task: its loss terms and its metric columns in key order."""
+    return results_columns(spec.loss_terms, [spec.metrics.column(k) for k in spec.metrics.keys], num_param_groups)
 
 
 def _fmt(value: float | int | None) -> str:

@@ -8,7 +8,7 @@ the metric are plain objects built by the task layer and passed in.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytorch_lightning as pl
@@ -20,21 +20,24 @@ from lucidyolo.optim.musgd import MuSGD
 from lucidyolo.optim.schedule import scaled_lr, warmup_linear_schedule
 from lucidyolo.structures.packed import unpack
 
-_PROGRESS_TERMS = ("box", "cls", "l1")
 
+class TrainingSystem(pl.LightningModule):
+    """Train any task's dual-branch model with the progressive dual loss and MuSGD.
 
-class DetectionSystem(pl.LightningModule):
-    """Train a dual-branch detector with the progressive dual loss and MuSGD.
+    Knows no task: what it logs comes from the criterion's terms and the task's
+    metric keys; the metric is fed through the task's adapter.
 
     Args:
-        model: maps images ``(B, 3, H, W)`` in ``[0, 1]`` to the output dict of
-            ``docs/ARCHITECTURE.md``.
-        criterion: ``criterion(outputs, gt, alpha) -> (total, terms)``.
-        decode: ``decode(outputs, path) -> (B, 300, 6)``; ``path`` is ``"e2e"`` or ``"nms"``.
-        metric: epoch metric with ``update(dets, gt_boxes, gt_labels, gt_mask, image_ids)``
-            and ``compute() -> {"mAP50-95", "mAP50"}``.
+        model: maps images ``(B, 3, H, W)`` in ``[0, 1]`` to the task's output dict.
+        criterion: ``criterion(outputs, gt, alpha) -> (total, terms)``; every term is
+            logged (``train/<term>_loss``, ``val/<term>_loss``, progress bar).
+        decode: ``decode(outputs, path) -> Tensor``; validation uses ``path="e2e"``.
+        metric: epoch metric; ``compute()`` returns ``metric_keys`` without ``val/``.
+        metric_update: ``metric_update(metric=, outputs=, decoded=, gt=, batch_meta=)``.
+        metric_keys: the logged epoch metric keys (``val/...``); the first ones are shown.
         config: the resolved run config as plain types (stored in every checkpoint).
         class_names: contiguous class names (stored in every checkpoint).
+        dataset_meta: the task's dataset meta (``TaskSpec.meta_keys``; stored in every checkpoint).
         lr: peak lr at ``lr_reference_batch``; scaled linearly with the global batch.
         lr_reference_batch: batch size at which ``lr`` applies.
         lrf: final lr fraction.
@@ -51,9 +54,12 @@ class DetectionSystem(pl.LightningModule):
         criterion: nn.Module,
         decode: Callable[[Mapping[str, Any], str], Tensor],
         metric: nn.Module,
+        metric_update: Callable[..., None],
+        metric_keys: Sequence[str],
         config: dict[str, Any],
         *,
         class_names: list[str] | None = None,
+        dataset_meta: dict[str, Any] | None = None,
         lr: float = 0.01,
         lr_reference_batch: int = 64,
         lrf: float = 0.01,
@@ -69,8 +75,11 @@ class DetectionSystem(pl.LightningModule):
         self.criterion = criterion
         self.decode = decode
         self.val_metric = metric
+        self.metric_update = metric_update
+        self.metric_keys = tuple(metric_keys)
         self.config = config
         self.class_names = list(class_names or [])
+        self.dataset_meta = dict(dataset_meta or {})
         self.lr = lr
         self.lr_reference_batch = lr_reference_batch
         self.lrf = lrf
@@ -107,7 +116,7 @@ class DetectionSystem(pl.LightningModule):
         images, gt, _ = unpack(batch, self.device)
         total, terms = self._objective(self._to_input(images), gt, self.alpha)
         n = images.shape[0]
-        shown = {k: v.detach() for k, v in terms.items() if k in _PROGRESS_TERMS}
+        shown = {k: v.detach() for k, v in terms.items()}
         # step values for the progress bar (never synchronised: no collective per step) ...
         self.log_dict(shown, prog_bar=True, on_step=True, on_epoch=False, batch_size=n)
         # ... and epoch means synchronised once across ranks at the end of the epoch
@@ -130,16 +139,19 @@ class DetectionSystem(pl.LightningModule):
         total, terms = self.criterion(outputs, gt, self.alpha)
         n = images.shape[0]
         self.log_dict(
-            {f"val/{k}_loss": v for k, v in terms.items() if k in _PROGRESS_TERMS},
+            {f"val/{k}_loss": v for k, v in terms.items()},
             on_step=False, on_epoch=True, batch_size=n, sync_dist=True,
         )
-        dets = self.decode(outputs, "e2e")  # (B, 300, 6)
-        self.val_metric.update(dets, gt["boxes"], gt["labels"], gt["mask"], meta.get("index"))
+        decoded = self.decode(outputs, "e2e")
+        self.metric_update(metric=self.val_metric, outputs=outputs, decoded=decoded, gt=gt, batch_meta=meta)
 
     def on_validation_epoch_end(self) -> None:
+        # The metric gathers across ranks itself (or the task declares multi_device=False).
         result = self.val_metric.compute()
-        self.log("val/mAP50-95", result["mAP50-95"].to(self.device), prog_bar=True, sync_dist=False)
-        self.log("val/mAP50", result["mAP50"].to(self.device), prog_bar=True, sync_dist=False)
+        for key in self.metric_keys:
+            value = result[key.removeprefix("val/")]
+            value = value.to(self.device) if isinstance(value, Tensor) else torch.tensor(float(value), device=self.device)
+            self.log(key, value, prog_bar=True, sync_dist=False)
         self.val_metric.reset()
 
     # ---------------------------------------------------------------- optimizer
@@ -169,7 +181,8 @@ class DetectionSystem(pl.LightningModule):
     # ---------------------------------------------------------------- checkpoint
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["lucid"] = {
-            "config": self.config, "class_names": self.class_names, "alpha": float(self.alpha), "format": 1
+            "config": self.config, "class_names": self.class_names, "dataset_meta": self.dataset_meta,
+            "alpha": float(self.alpha), "format": 1,
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ strides are baked in as constants for the export size; the graph has a
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -20,6 +21,9 @@ from lucidyolo.models.yolo26 import YOLO26
 
 INPUT_NAME = "images"
 OUTPUT_NAME = "detections"
+
+PARITY_BOX_TOL = 1e-4
+"""Largest box difference, normalised by the input side, accepted by ``--check`` (see docs/decisions/model.md)."""
 
 
 def _size(img_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -39,11 +43,14 @@ def export_onnx(
     img_size: int | tuple[int, int] = 640,
     opset: int = 17,
     dynamic_batch: bool = False,
+    output_names: Sequence[str] = (OUTPUT_NAME,),
 ) -> Path:
     """Export the deployed graph to ONNX.
 
-    Input ``images`` float ``(B, 3, H, W)`` in ``[0, 1]``; output ``detections``
-    ``(B, k, 6)`` rows ``[x1, y1, x2, y2, score, class]`` in input pixels.
+    Input ``images`` float ``(B, 3, H, W)`` in ``[0, 1]``; outputs named by
+    ``output_names`` in the order the deployed module returns them (detection:
+    ``detections (B, k, 6)`` rows ``[x1, y1, x2, y2, score, class]`` in input
+    pixels).
 
     Args:
         model: a full YOLO26 (its deploy view is built here) or a ``DeployModel``.
@@ -51,6 +58,7 @@ def export_onnx(
         img_size: export size ``S`` or ``(H, W)``, multiples of 32.
         opset: ONNX opset (>= 17).
         dynamic_batch: make the batch dimension symbolic.
+        output_names: the task's named outputs (``ExportSpec.outputs``).
 
     Returns:
         The written path.
@@ -60,12 +68,14 @@ def export_onnx(
     h, w = _size(img_size)
     deployed = make_deploy_model(model) if isinstance(model, YOLO26) else model
     deployed = deployed.eval()
-    deployed.bake_anchors(h, w)
+    if hasattr(deployed, "bake_anchors"):  # anchor grids become constants of the export size
+        deployed.bake_anchors(h, w)
     ref = next(deployed.parameters())
     dummy = torch.zeros(1, 3, h, w, dtype=ref.dtype, device=ref.device)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    axes = {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}} if dynamic_batch else None
+    names = list(output_names)
+    axes = {INPUT_NAME: {0: "batch"}, **{n: {0: "batch"} for n in names}} if dynamic_batch else None
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer warnings about shape-derived Python ints are expected
         torch.onnx.export(
@@ -73,7 +83,7 @@ def export_onnx(
             (dummy,),
             str(path),
             input_names=[INPUT_NAME],
-            output_names=[OUTPUT_NAME],
+            output_names=names,
             opset_version=opset,
             dynamic_axes=axes,
             do_constant_folding=True,

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 
-from lucidyolo.errors import ConfigError, NotAvailableError
-from lucidyolo.models.head import det_stems
+from lucidyolo.errors import ConfigError
+from lucidyolo.models.head import StemSpec, det_stems
 from lucidyolo.models.scales import SCALES
 from lucidyolo.models.yolo26 import YOLO26
-
-TASK_ALIASES: dict[str, str] = {"det": "det", "detect": "det"}
-BUILT_TASKS = ("det",)
-PLANNED_TASKS = ("seg", "segment", "obb", "oriented", "pose", "keypoints")
 
 
 def list_models(pattern: str = "*") -> list[str]:
@@ -31,31 +28,27 @@ def _variant_key(variant: str) -> str:
     return key
 
 
-def create_model(variant: str = "n", task: str = "det", num_classes: int = 80) -> YOLO26:
+def create_model(
+    variant: str = "n", num_classes: int = 80, extra_stems: Sequence[StemSpec] = (), label: str = "det"
+) -> YOLO26:
     """Build a randomly initialised YOLO26 model.
 
     Args:
         variant: ``n``, ``s``, ``m``, ``l`` or ``x`` (``yolo26n`` is accepted too).
-        task: ``det`` (alias ``detect``).
         num_classes: number of classes ``C`` (>= 1).
+        extra_stems: task stems added to both branches beside ``boxes`` and
+            ``logits`` (mask coefficients, angle, keypoints); each becomes an
+            output key of both branches.
+        label: a name for summaries (the task that built it); never branched on.
 
     Returns:
         A :class:`~lucidyolo.models.yolo26.YOLO26` whose forward returns
-        ``{"o2m": {"boxes": (B, A, 4), "logits": (B, A, C)}, "o2o": {...},
-        "anchors": (A, 2), "strides": (A,)}``.
+        ``{"o2m": {"boxes": (B, A, 4), "logits": (B, A, C), ...extra stems},
+        "o2o": {...}, "anchors": (A, 2), "strides": (A,)}``.
     """
     key = _variant_key(variant)
     if num_classes < 1:
         raise ConfigError(
             f"num_classes must be >= 1, got {num_classes}.", fix="set the number of classes in the dataset."
         )
-    task_key = TASK_ALIASES.get(task.lower())
-    if task_key is None:
-        if task.lower() in PLANNED_TASKS:
-            raise NotAvailableError(
-                f"The {task!r} model head is not built yet.",
-                why="only the detection stems exist so far.",
-                fix="use task 'det'.",
-            )
-        raise ConfigError(f"Unknown task {task!r}.", fix=f"use one of {', '.join(BUILT_TASKS)}.")
-    return YOLO26(SCALES[key], det_stems(num_classes), variant=key, task=task_key)
+    return YOLO26(SCALES[key], [*det_stems(num_classes), *extra_stems], variant=key, task=label)

@@ -6,6 +6,8 @@ so even the x variant at 640 px takes well under a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -34,8 +36,16 @@ def deploy_gflops(model: YOLO26, img_size: int = 640) -> float:
     return counter.get_total_flops() / 1e9
 
 
-def model_summary(variant: str = "n", task: str = "det", num_classes: int = 80, img_size: int = 640) -> dict:
+def model_summary(
+    variant: str = "n", num_classes: int = 80, img_size: int = 640, build: Callable[[], YOLO26] | None = None
+) -> dict:
     """Size figures of one variant, computed on the meta device.
+
+    Args:
+        variant, num_classes: the detection model to build when ``build`` is not given.
+        img_size: square input side.
+        build: builds the model to measure (a task's ``build_model`` bound to its
+            config); called under the meta device.
 
     Returns:
         ``{"model": "yolo26n", "task", "num_classes", "img_size", "params": int
@@ -43,7 +53,7 @@ def model_summary(variant: str = "n", task: str = "det", num_classes: int = 80, 
         "gflops": float (deployed graph), "anchors": int}``.
     """
     with torch.device("meta"):
-        model = create_model(variant, task=task, num_classes=num_classes)
+        model = build() if build is not None else create_model(variant, num_classes=num_classes)
     model.eval()
     deploy_params = count_params(model.backbone) + count_params(model.neck) + count_params(model.head.o2o)
     anchors = sum((img_size // s) ** 2 for s in model.strides)

@@ -4,7 +4,7 @@ torch's worker queue ships every tensor of a batch as its own shared-memory
 segment (one ``mmap`` in the consumer). A natural ``(images, list of per-image
 targets)`` batch costs hundreds of segments and in-flight batches can exceed
 ``vm.max_map_count``. :class:`PackedBatch` always holds the same tensors for a
-given task (instance fields concatenated over the batch plus per-image
+given field list (instance fields concatenated over the batch plus per-image
 counts), whatever the batch size or instance count; :func:`unpack` restores
 the padded per-image layout on the destination device.
 
@@ -15,20 +15,14 @@ float32 until its colour transform has run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-TASK_FIELDS: dict[str, tuple[str, ...]] = {
-    "det": (),
-    "seg": ("poly_points", "poly_ring_lengths", "poly_ring_owner"),
-    "obb": ("rboxes",),
-    "pose": ("keypoints", "visibility"),
-}
-"""Extra packed tensors per task (on top of images, counts, boxes, labels, difficult, meta)."""
+from lucidyolo.structures.fields import pack_rules, pad_rows
 
 
 @dataclass
@@ -43,12 +37,12 @@ class PackedBatch:
         difficult: ``(N,)`` bool.
         meta: ``(B, 6)`` float64: source index, original h, original w,
             letterbox scale, pad_x, pad_y (NaN for mosaic samples).
-        rboxes: obb ``(N, 5)`` float32.
-        keypoints: pose ``(N, K, 2)`` float32.
-        visibility: pose ``(N, K)`` float32.
-        poly_points: seg ``(P, 2)`` float32, all rings concatenated.
-        poly_ring_lengths: seg ``(R,)`` int64 points per ring.
-        poly_ring_owner: seg ``(R,)`` int64 batch-global instance index (into the N).
+        fields: the task fields' packed tensors by packed name (see
+            :mod:`lucidyolo.structures.fields`), e.g. ``rboxes (N, 5)``,
+            ``keypoints (N, K, 2)`` + ``visibility (N, K)``, or ``poly_points
+            (P, 2)`` + ``poly_ring_lengths (R,)`` + ``poly_ring_owner (R,)``
+            (batch-global instance index into the N).
+        fields_order: the task's field names, in order (unpack uses their rules).
         hsv_gains: ``(B, 3)`` float32 device-HSV gains, or ``None``.
     """
 
@@ -58,17 +52,19 @@ class PackedBatch:
     labels: Tensor
     difficult: Tensor
     meta: Tensor
-    rboxes: Tensor | None = None
-    keypoints: Tensor | None = None
-    visibility: Tensor | None = None
-    poly_points: Tensor | None = None
-    poly_ring_lengths: Tensor | None = None
-    poly_ring_owner: Tensor | None = None
+    fields: dict[str, Tensor] = field(default_factory=dict)
+    fields_order: tuple[str, ...] = ()
     hsv_gains: Tensor | None = None
 
+    _CORE = ("images", "counts", "boxes", "labels", "difficult", "meta")
+
     def tensors(self) -> dict[str, Tensor]:
-        """Every tensor the batch carries, by field name (the shm segments it costs)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        """Every tensor the batch carries, by name (the shm segments it costs)."""
+        out = {name: getattr(self, name) for name in self._CORE}
+        out.update(self.fields)
+        if self.hsv_gains is not None:
+            out["hsv_gains"] = self.hsv_gains
+        return out
 
     @property
     def num_tensors(self) -> int:
@@ -78,7 +74,12 @@ class PackedBatch:
         return int(self.images.shape[0])
 
     def _map(self, fn: Any) -> PackedBatch:
-        return PackedBatch(**{f.name: None if getattr(self, f.name) is None else fn(getattr(self, f.name)) for f in fields(self)})
+        return PackedBatch(
+            *(fn(getattr(self, name)) for name in self._CORE),
+            fields={k: fn(v) for k, v in self.fields.items()},
+            fields_order=self.fields_order,
+            hsv_gains=None if self.hsv_gains is None else fn(self.hsv_gains),
+        )
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> PackedBatch:
         """Move every tensor (Lightning's batch transfer calls this)."""
@@ -89,62 +90,43 @@ class PackedBatch:
         return self._map(lambda t: t.pin_memory())
 
 
-def collate_packed(samples: Sequence[Any], task: str) -> PackedBatch:
+def collate_packed(samples: Sequence[Any], fields: Sequence[str] = ()) -> PackedBatch:
     """Pack :class:`~lucidyolo.data.datasets.Sample` objects into one :class:`PackedBatch`.
 
     Args:
         samples: B samples with ``image``, ``targets``, ``index``, ``orig_hw``,
             ``letterbox`` and ``hsv_gains``.
-        task: ``det | seg | obb | pose``; fixes the tensor set.
+        fields: the task's instance fields beyond boxes/labels/difficult
+            (``TaskSpec.fields``); each packs through its registered rule.
 
     Returns:
-        The packed batch; its tensor count depends only on ``task`` and on
+        The packed batch; its tensor count depends only on ``fields`` and on
         whether HSV gains are carried.
     """
-    if task not in TASK_FIELDS:
-        raise ValueError(f"unknown task {task!r}")
+    rules = pack_rules(fields)
     targets = [s.targets for s in samples]
     counts = np.array([len(t) for t in targets], dtype=np.int64)
     images = torch.stack([s.image for s in samples])  # (B, 3, S, S)
     meta = np.array([[s.index, *s.orig_hw, *s.letterbox] for s in samples], dtype=np.float64).reshape(-1, 6)
-    out: dict[str, Tensor | None] = {
-        "images": images,
-        "counts": torch.from_numpy(counts),
-        "boxes": torch.from_numpy(np.concatenate([t.boxes for t in targets]).astype(np.float32).reshape(-1, 4)),
-        "labels": torch.from_numpy(np.concatenate([t.labels for t in targets]).astype(np.int64)),
-        "difficult": torch.from_numpy(np.concatenate([t.difficult for t in targets]).astype(bool)),
-        "meta": torch.from_numpy(meta),
-    }
-    if task == "obb":
-        out["rboxes"] = torch.from_numpy(
-            np.concatenate([t.rboxes if t.rboxes is not None else np.zeros((len(t), 5), np.float32) for t in targets]).reshape(-1, 5)
-        )
-    elif task == "pose":
-        k = next((t.keypoints.shape[1] for t in targets if t.keypoints is not None), 0)
-        kp = [t.keypoints if t.keypoints is not None else np.zeros((len(t), k, 2), np.float32) for t in targets]
-        vis = [t.visibility if t.visibility is not None else np.zeros((len(t), k), np.float32) for t in targets]
-        out["keypoints"] = torch.from_numpy(np.concatenate(kp).astype(np.float32).reshape(-1, k, 2))
-        out["visibility"] = torch.from_numpy(np.concatenate(vis).astype(np.float32).reshape(-1, k))
-    elif task == "seg":
-        shift = np.concatenate([[0], np.cumsum(counts)])[:-1]
-        polys = [t.polygons for t in targets]
-        pts = [p.points for p in polys if p is not None]
-        lengths = [p.ring_lengths() for p in polys if p is not None]
-        owners = [p.ring_owner + s for p, s in zip(polys, shift, strict=True) if p is not None]
-        out["poly_points"] = torch.from_numpy(np.concatenate(pts or [np.zeros((0, 2), np.float32)]).astype(np.float32).reshape(-1, 2))
-        out["poly_ring_lengths"] = torch.from_numpy(np.concatenate(lengths or [np.zeros(0, np.int64)]).astype(np.int64))
-        out["poly_ring_owner"] = torch.from_numpy(np.concatenate(owners or [np.zeros(0, np.int64)]).astype(np.int64))
+    packed: dict[str, Tensor] = {}
+    for rule in rules:
+        values = [tuple(getattr(t, attr, None) for attr in rule.reads) for t in targets]
+        packed.update({k: torch.from_numpy(v) for k, v in rule.pack(values, counts).items()})
     gains = [s.hsv_gains for s in samples]
+    hsv = None
     if any(g is not None for g in gains):
-        out["hsv_gains"] = torch.from_numpy(np.stack([np.zeros(3, np.float32) if g is None else g for g in gains]).astype(np.float32))
-    return PackedBatch(**out)  # type: ignore[arg-type]
-
-
-def _pad(values: Tensor, image_of: Tensor, slot: Tensor, batch: int, m: int, fill: float | bool = 0) -> Tensor:
-    """Scatter ``(N, ...)`` rows into a ``(B, M, ...)`` zero/fill tensor."""
-    out = torch.full((batch, m, *values.shape[1:]), fill, dtype=values.dtype, device=values.device)
-    out[image_of, slot] = values
-    return out
+        hsv = torch.from_numpy(np.stack([np.zeros(3, np.float32) if g is None else g for g in gains]).astype(np.float32))
+    return PackedBatch(
+        images=images,
+        counts=torch.from_numpy(counts),
+        boxes=torch.from_numpy(np.concatenate([t.boxes for t in targets]).astype(np.float32).reshape(-1, 4)),
+        labels=torch.from_numpy(np.concatenate([t.labels for t in targets]).astype(np.int64)),
+        difficult=torch.from_numpy(np.concatenate([t.difficult for t in targets]).astype(bool)),
+        meta=torch.from_numpy(meta),
+        fields=packed,
+        fields_order=tuple(fields),
+        hsv_gains=hsv,
+    )
 
 
 def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blocking: bool = True) -> tuple[Tensor, dict[str, Tensor], dict[str, Tensor]]:
@@ -160,11 +142,11 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
     Returns:
         images: ``(B, 3, S, S)`` float32 in ``[0, 1]``.
         gt: ``boxes (B, M, 4)``, ``labels (B, M)`` long, ``mask (B, M)`` bool,
-            ``difficult (B, M)`` bool, plus ``rboxes (B, M, 5)`` (obb),
-            ``keypoints (B, M, K, 2)`` and ``visibility (B, M, K)`` (pose),
-            ``poly_points (P, 2)``, ``poly_ring_lengths (R,)``,
-            ``poly_ring_image (R,)``, ``poly_ring_slot (R,)`` (seg; the seg
-            task rasterises them). ``M`` is the largest count (may be 0).
+            ``difficult (B, M)`` bool, plus what each field's rule unpacks:
+            ``rboxes (B, M, 5)``; ``keypoints (B, M, K, 2)`` and ``visibility
+            (B, M, K)``; ``poly_points (P, 2)``, ``poly_ring_lengths (R,)``,
+            ``poly_ring_image (R,)``, ``poly_ring_slot (R,)`` (rasterised by the
+            task after transfer). ``M`` is the largest count (may be 0).
         meta: ``index (B,)`` long, ``orig_hw (B, 2)`` long, ``letterbox (B, 3)``
             float64 ``scale, pad_x, pad_y``; kept on the CPU (used for mapping
             predictions back, no device sync needed).
@@ -191,22 +173,13 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
     starts = torch.cumsum(counts, 0) - counts  # (B,)
     slot = torch.arange(n, device=counts.device) - starts[image_of]  # (N,) position within its image
     gt = {
-        "boxes": _pad(batch.boxes, image_of, slot, b, m),
-        "labels": _pad(batch.labels, image_of, slot, b, m),
-        "mask": _pad(torch.ones(n, dtype=torch.bool, device=counts.device), image_of, slot, b, m, False),
-        "difficult": _pad(batch.difficult, image_of, slot, b, m, False),
+        "boxes": pad_rows(batch.boxes, image_of, slot, b, m),
+        "labels": pad_rows(batch.labels, image_of, slot, b, m),
+        "mask": pad_rows(torch.ones(n, dtype=torch.bool, device=counts.device), image_of, slot, b, m, False),
+        "difficult": pad_rows(batch.difficult, image_of, slot, b, m, False),
     }
-    if batch.rboxes is not None:
-        gt["rboxes"] = _pad(batch.rboxes, image_of, slot, b, m)
-    if batch.keypoints is not None and batch.visibility is not None:
-        gt["keypoints"] = _pad(batch.keypoints, image_of, slot, b, m)
-        gt["visibility"] = _pad(batch.visibility, image_of, slot, b, m)
-    if batch.poly_points is not None and batch.poly_ring_lengths is not None and batch.poly_ring_owner is not None:
-        owner = batch.poly_ring_owner
-        gt["poly_points"] = batch.poly_points
-        gt["poly_ring_lengths"] = batch.poly_ring_lengths
-        gt["poly_ring_image"] = image_of[owner] if n else owner
-        gt["poly_ring_slot"] = slot[owner] if n else owner
+    for rule in pack_rules(batch.fields_order):
+        gt.update(rule.unpack(batch.fields, image_of, slot, b, m))
     return images, gt, meta
 
 

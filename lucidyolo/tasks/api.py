@@ -1,4 +1,4 @@
-"""The task plugin API.
+"""The task plugin API, version 2.
 
 A task (built-in or third party) is one :class:`TaskSpec` object exposed through
 an entry point in the group ``lucidyolo.tasks``::
@@ -8,56 +8,138 @@ an entry point in the group ``lucidyolo.tasks``::
 
 The entry-point name must equal ``TaskSpec.name``. Importing the module that
 holds the spec must be cheap (no torch at import time): ``lucid --help`` and
-``lucid plugins`` load specs. Factories import their heavy dependencies inside
-their bodies.
+``lucid plugins`` load specs. Give hooks as :func:`lazy_hook` strings
+(``lazy_hook("my_package.hooks:build_model")``) so their modules, and torch, are
+imported on first call only.
 
-Hook contracts (every hook is optional; ``None`` means "this task does not
-provide it (yet)" and the commands that need it refuse with exit code 2):
+The engine names no task: everything it does differently per task comes from
+the hooks below. Hooks are called with keyword arguments, so an implementation
+may accept ``**_`` and later minor versions can add arguments without breaking
+it. Every hook is optional; ``None`` means "this task does not provide it" and
+the commands that need it refuse with exit code 2, naming what is missing.
 
-``build_model(cfg, num_classes) -> torch.nn.Module``
+Training (``lucid fit``)
+------------------------
+
+``build_model(cfg, num_classes, meta) -> torch.nn.Module``
     ``cfg`` is the task's validated :class:`~lucidyolo.config.schema.ModelConfig`
-    subclass. The module maps images ``(B, 3, H, W)`` float in ``[0, 1]`` to the
-    output dict of ``docs/ARCHITECTURE.md``: ``{"o2m": {...}, "o2o": {...},
-    "anchors": (A, 2), "strides": (A,)}`` with ``boxes (B, A, 4)`` raw ltrb in
-    stride units and ``logits (B, A, C)`` per branch, plus task keys.
+    subclass, ``meta`` the dataset meta dict (:attr:`TaskSpec.meta_keys`, e.g.
+    ``num_keypoints``). The module maps images ``(B, 3, H, W)`` float in
+    ``[0, 1]`` to an output dict. Detection-style tasks return
+    ``{"o2m": {...}, "o2o": {...}, "anchors": (A, 2), "strides": (A,)}`` with
+    ``boxes (B, A, 4)`` raw ltrb in stride units and ``logits (B, A, C)`` per
+    branch (docs/ARCHITECTURE.md); other tasks return what their own criterion,
+    decoder and metric adapter read. The module has ``deploy() -> nn.Module``
+    when the task exports.
 
-``build_criterion(cfg, num_classes) -> torch.nn.Module``
-    ``criterion(outputs, gt, alpha) -> (total, terms)``: ``outputs`` as above,
-    ``gt`` the padded ground truth (``boxes (B, M, 4)`` xyxy px, ``labels (B, M)``,
-    ``mask (B, M)`` bool, plus task fields), ``alpha`` the progressive o2m weight;
-    ``total`` a scalar tensor, ``terms`` a dict of scalar tensors (before gains).
+``build_criterion(cfg, num_classes, meta) -> torch.nn.Module``
+    ``criterion(outputs, gt, alpha) -> (total, terms)``: ``gt`` is the padded
+    ground truth of :func:`lucidyolo.structures.packed.unpack` (``boxes (B, M,
+    4)``, ``labels (B, M)``, ``mask (B, M)`` bool, ``difficult (B, M)``, plus the
+    task's fields), ``alpha`` the progressive o2m weight in ``[0, 1]``;
+    ``total`` a scalar tensor, ``terms`` a dict of scalar tensors before gains,
+    keyed by :attr:`TaskSpec.loss_terms`. The engine logs every term it returns
+    (``train/<term>_loss``, ``val/<term>_loss``, progress bar).
 
 ``decode(outputs, path) -> torch.Tensor``
-    ``path`` is ``"e2e"`` (o2o top-k) or ``"nms"`` (o2m + NMS); returns ``(B, 300, 6)``
-    ``[x1, y1, x2, y2, score, class]`` (rotated tasks ``(B, 300, 7)``), zero-score
-    rows as padding.
+    ``path`` is ``"e2e"`` (o2o top-k) or ``"nms"`` (o2m + NMS); returns the
+    task's prediction tensor, e.g. ``(B, 300, 6)`` ``[x1, y1, x2, y2, score,
+    class]`` in network-input pixels, zero-score rows as padding.
+
+``build_metric(num_classes, meta) -> torchmetrics.Metric``
+    The epoch metric; ``compute()`` returns a dict whose keys, prefixed with
+    ``val/``, are :attr:`MetricSpec.keys`.
+
+``metric_update(metric, outputs, decoded, gt, batch_meta) -> None``
+    Feeds one validation batch to the metric: ``outputs`` the raw model output,
+    ``decoded`` the ``e2e`` decode, ``gt`` the padded ground truth,
+    ``batch_meta`` the :func:`~lucidyolo.structures.packed.unpack` meta
+    (``index (B,)``, ``orig_hw (B, 2)``, ``letterbox (B, 3)``).
 
 ``make_synthetic(out_dir, num_images, img_size, seed) -> pathlib.Path``
-    Writes the task's synthetic shapes set (real image files + labels) and returns
-    a dataset root the task's readers accept. Used by the gate and the embedded
+    Writes the task's synthetic set (real image files + labels) and returns a
+    dataset root the task's readers accept. Used by the gate and the embedded
     default run.
 
-``build_metric(num_classes) -> torchmetrics.Metric``
-    The epoch metric whose ``compute()`` returns the keys in
-    ``capabilities.metric_keys``.
+Commands
+--------
 
-``draw(image, detections, class_names) -> numpy.ndarray``
-    Draws predictions on an ``(H, W, 3)`` uint8 image (predict ``--save``).
+``gate``: a :class:`GateSpec` whose ``score(model, source, img_size, conf)``
+    returns the gate metric (a float, NaN fails) of a trained model on the
+    training slice.
+
+``evaluate(model, decode, source, img_size, batch_size, device, limit, options) -> dict``
+    ``lucid eval``'s protocol; returns ``{"paths": {path: {iou_type: stats
+    dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``.
+    :mod:`lucidyolo.metrics.coco_protocol` is the reusable pycocotools protocol.
+    ``options`` holds the command's task-independent switches (``masks``).
+
+``predict(decoded, image_hw, letterbox, class_names, conf) -> list[dict]``
+    One image's ``decoded`` rows (``decode(...)[i]``) to JSON-able dicts in
+    original pixels (``letterbox = (scale, pad_x, pad_y)``), filtered by ``conf``.
+
+``draw(image, predictions, class_names) -> PIL.Image.Image``
+    Draws :attr:`predict`'s dicts on an ``(H, W, 3)`` uint8 RGB image.
+
+``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
+    parity check of the deployed graph).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lucidyolo.config.schema import ModelConfig
 
-PLUGIN_API_VERSION = 1
-"""Bumped on any incompatible change to :class:`TaskSpec` or a hook contract."""
+PLUGIN_API_VERSION: tuple[int, int] = (2, 0)
+"""``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class LazyHook:
+    """A hook given as ``"package.module:attribute"``, imported on first call.
+
+    Keeps spec modules torch-free and pickles by name (DataLoader workers
+    resolve it again in their own process).
+    """
+
+    __slots__ = ("target", "_fn")
+
+    def __init__(self, target: str) -> None:
+        module, sep, attr = target.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"lazy hook {target!r} must look like 'package.module:attribute'")
+        self.target = target
+        self._fn: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """Import the target (once) and return it."""
+        if self._fn is None:
+            module, _, attr = self.target.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            self._fn = obj
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyHook, (self.target,))
+
+    def __repr__(self) -> str:
+        return f"lazy_hook({self.target!r})"
+
+
+def lazy_hook(target: str) -> LazyHook:
+    """A hook imported on first call: ``lazy_hook("my_plugin.hooks:build_model")``."""
+    return LazyHook(target)
 
 
 @dataclass(frozen=True)
@@ -69,24 +151,86 @@ class TaskCapabilities:
             such a task refuses ``trainer.devices`` other than 1 and multi-process
             strategies.
         export: the deployed graph exports to ONNX.
-        metric_keys: the epoch metric names the task logs (e.g. ``val/mAP50-95``).
+        compile_step: ``model.compile_step`` (torch.compile of forward + loss) is
+            supported on CUDA for this task.
     """
 
     multi_device: bool = True
     export: bool = True
-    metric_keys: tuple[str, ...] = ()
+    compile_step: bool = False
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """The epoch metrics a task logs, monitors and writes to ``results.csv``.
+
+    Attributes:
+        keys: logged keys in order (``"val/mAP50-95"``, ...); ``build_metric``'s
+            ``compute()`` returns them without the ``val/`` prefix.
+        primary: the key ``best.ckpt`` monitors (higher is better).
+        columns: ``results.csv`` column of each key (default: the key itself).
+        summary: keys printed in the run's final line (default: ``keys``).
+    """
+
+    keys: tuple[str, ...] = ()
+    primary: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+    summary: tuple[str, ...] = ()
+
+    @property
+    def monitor(self) -> str | None:
+        return self.primary or (self.keys[0] if self.keys else None)
+
+    def column(self, key: str) -> str:
+        return self.columns.get(key, key)
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """Recipe, metric and floor of a task's ``lucid gate overfit``.
+
+    ``score(model, source, img_size, conf) -> float`` measures the trained
+    model on the training slice (an :class:`~lucidyolo.data.source.ImageSource`).
+    """
+
+    preset: str
+    metric: str
+    floor: float
+    score: Callable[..., float]
+    images: int = 100
+    img_size: int = 320
+    epochs: int = 50
+    conf: float = 0.25
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """What ``lucid export`` writes and how ``--check`` compares it.
+
+    Attributes:
+        outputs: ONNX output names of the deployed graph, in order.
+        check: ``check(deployed, onnx_path, images) -> dict`` with at least
+            ``passed`` (bool) and ``summary`` (one line); compares onnxruntime
+            with PyTorch on ``images (B, 3, S, S)``.
+    """
+
+    outputs: tuple[str, ...]
+    check: Callable[..., dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A task plugin: its name, config model, capabilities and factory hooks.
+    """A task plugin: its name, config model, capabilities and hooks.
 
     ``default_preset`` names the task's recommended packaged preset (documentation
     and ``lucid plugins``; never applied implicitly). ``synthetic_preset`` is the
     embedded default recipe: applied under the user's overrides when ``lucid fit``
-    gets neither ``--config`` nor a dataset root, so the run on the built-in
-    synthetic set is short. See the module docstring for each hook's contract
-    and tensor shapes.
+    gets neither ``--config`` nor a dataset root. ``fields`` are the per-instance
+    fields the task reads beyond ``boxes``, ``labels`` and ``difficult``
+    (``polygons``, ``rboxes``, ``keypoints`` + ``visibility``, or a plugin's own);
+    ``meta_keys`` the dataset meta it needs (saved in checkpoints). ``eval_img_size``
+    and ``eval_batch_size`` are ``lucid eval``'s defaults. See the module
+    docstring for each hook's contract and tensor shapes.
     """
 
     name: str
@@ -96,22 +240,63 @@ class TaskSpec:
     description: str = ""
     default_preset: str | None = None
     synthetic_preset: str | None = None
-    api_version: int = PLUGIN_API_VERSION
+    api_version: Any = PLUGIN_API_VERSION
+    fields: tuple[str, ...] = ()
+    meta_keys: tuple[str, ...] = ()
+    loss_terms: tuple[str, ...] = ()
+    metrics: MetricSpec = field(default_factory=MetricSpec)
+    eval_img_size: int = 640
+    eval_batch_size: int = 32
     build_model: Callable[..., Any] | None = None
     build_criterion: Callable[..., Any] | None = None
     decode: Callable[..., Any] | None = None
     make_synthetic: Callable[..., Any] | None = None
     build_metric: Callable[..., Any] | None = None
+    metric_update: Callable[..., Any] | None = None
+    gate: GateSpec | None = None
+    evaluate: Callable[..., Any] | None = None
+    predict: Callable[..., Any] | None = None
     draw: Callable[..., Any] | None = None
+    export: ExportSpec | None = None
 
-    FIT_HOOKS = ("build_model", "build_criterion", "decode", "build_metric")
+    HOOKS = (
+        "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
+        "evaluate", "predict", "draw",
+    )
+    """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
+
+    FIT_HOOKS = ("build_model", "build_criterion", "decode", "build_metric", "metric_update")
     """The hooks ``lucid fit`` needs."""
 
     @property
     def trainable(self) -> bool:
-        """True when every hook ``lucid fit`` needs is provided."""
-        return not self.missing_hooks(*self.FIT_HOOKS)
+        """True when every hook ``lucid fit`` needs is provided and a primary metric is declared."""
+        return not self.missing_hooks(*self.FIT_HOOKS) and self.metrics.monitor is not None
 
     def missing_hooks(self, *names: str) -> list[str]:
         """Names among ``names`` whose hook is ``None``."""
         return [n for n in names if getattr(self, n) is None]
+
+
+def api_version_problem(version: Any) -> tuple[str, str] | None:
+    """``None`` when ``version`` is compatible; else ``("error"|"warning", message)``.
+
+    A plugin built for version 1 declared a bare ``int``; version 2 is ``(major, minor)``.
+    """
+    ours = f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
+    if isinstance(version, int) and not isinstance(version, bool):
+        version = (version, 0)
+    if not (isinstance(version, tuple) and len(version) == 2 and all(isinstance(v, int) for v in version)):
+        return "error", f"api_version {version!r} is not a (major, minor) tuple (lucidyolo speaks plugin API {ours})"
+    major, minor = version
+    if major != PLUGIN_API_VERSION[0]:
+        return "error", (
+            f"the plugin was built for plugin API {major}.{minor}, but lucidyolo speaks plugin API {ours}; "
+            "install a plugin release built for this lucidyolo, or the lucidyolo the plugin was built for"
+        )
+    if minor > PLUGIN_API_VERSION[1]:
+        return "warning", (
+            f"the plugin was built for plugin API {major}.{minor}, newer than this lucidyolo's {ours}; "
+            "hooks added since may be ignored (upgrade lucidyolo)"
+        )
+    return None

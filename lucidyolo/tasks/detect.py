@@ -1,60 +1,57 @@
-"""The built-in detection task (``det``, alias ``detect``)."""
+"""The built-in detection task (``det``, alias ``detect``).
+
+Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
+:mod:`lucidyolo.tasks.detect_hooks`.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import (
+    ExportSpec,
+    GateSpec,
+    MetricSpec,
+    TaskCapabilities,
+    TaskSpec,
+    lazy_hook,
+)
 
 
 class DetectModelConfig(ModelConfig):
     """Detection has no options beyond the shared ones."""
 
 
-# Thin wrappers keep this module torch-free: the hooks import their module on first call.
-def _build_model(cfg: ModelConfig, num_classes: int) -> Any:
-    from lucidyolo.tasks import detect_hooks
-
-    return detect_hooks.build_model(cfg, num_classes)
-
-
-def _build_criterion(cfg: ModelConfig, num_classes: int) -> Any:
-    from lucidyolo.tasks import detect_hooks
-
-    return detect_hooks.build_criterion(cfg, num_classes)
-
-
-def _decode(outputs: Any, path: str = "e2e") -> Any:
-    from lucidyolo.tasks import detect_hooks
-
-    return detect_hooks.decode(outputs, path)
-
-
-def _make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
-    from lucidyolo.tasks import detect_hooks
-
-    return detect_hooks.make_synthetic(out_dir, num_images, img_size, seed)
-
-
-def _build_metric(num_classes: int) -> Any:
-    from lucidyolo.tasks import detect_hooks
-
-    return detect_hooks.build_metric(num_classes)
-
+_HOOKS = "lucidyolo.tasks.detect_hooks"
 
 SPEC = TaskSpec(
     name="det",
     aliases=("detect",),
     description="axis-aligned boxes + class (COCO instances, YOLO roots)",
     config_model=DetectModelConfig,
-    capabilities=TaskCapabilities(multi_device=True, export=True, metric_keys=("val/mAP50-95", "val/mAP50")),
+    capabilities=TaskCapabilities(multi_device=True, export=True, compile_step=True),
     default_preset="det_nano_smoke.yaml",
     synthetic_preset="det_nano_synthetic.yaml",
-    build_model=_build_model,
-    build_criterion=_build_criterion,
-    decode=_decode,
-    make_synthetic=_make_synthetic,
-    build_metric=_build_metric,
+    loss_terms=("box", "cls", "l1"),
+    metrics=MetricSpec(
+        keys=("val/mAP50", "val/mAP50-95"),  # results.csv column order of the common convention
+        primary="val/mAP50-95",
+        summary=("val/mAP50-95", "val/mAP50"),
+        columns={"val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)"},
+    ),
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    gate=GateSpec(
+        preset="det_nano_overfit.yaml",
+        metric="recall@0.5 (train slice, e2e, conf>=0.25)",
+        floor=0.95,
+        score=lazy_hook(f"{_HOOKS}:gate_score"),
+    ),
+    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
+    predict=lazy_hook(f"{_HOOKS}:predict"),
+    draw=lazy_hook(f"{_HOOKS}:draw"),
+    export=ExportSpec(outputs=("detections",), check=lazy_hook(f"{_HOOKS}:export_check")),
 )

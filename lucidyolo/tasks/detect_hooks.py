@@ -1,26 +1,31 @@
-"""Factories of the detection task (imported lazily by :mod:`lucidyolo.tasks.detect`; uses torch).
+"""Hooks of the detection task (imported lazily by :mod:`lucidyolo.tasks.detect`; uses torch).
 
-Each function implements one hook contract of :class:`lucidyolo.tasks.api.TaskSpec`.
+Each function implements one hook contract of :class:`lucidyolo.tasks.api.TaskSpec`;
+the engine calls them with keyword arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from torch import Tensor, nn
 
 from lucidyolo.config.schema import ModelConfig
 
+FIELDS: tuple[str, ...] = ()
+"""Detection reads only the core fields (boxes, labels, difficult)."""
 
-def build_model(cfg: ModelConfig, num_classes: int) -> nn.Module:
+
+def build_model(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
 
-    return create_model(cfg.variant, task="det", num_classes=num_classes)
+    return create_model(cfg.variant, num_classes=num_classes, label="det")
 
 
-def build_criterion(cfg: ModelConfig, num_classes: int) -> nn.Module:
+def build_criterion(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.assign.one_to_one import OneToOneAssigner
     from lucidyolo.assign.tal import TaskAlignedAssigner
     from lucidyolo.losses.branch import BranchLoss
@@ -55,7 +60,96 @@ def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> 
     return write_synthetic(out_dir, "det", num_images, img_size=img_size, seed=seed, fmt="coco")
 
 
-def build_metric(num_classes: int) -> nn.Module:
+def build_metric(num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.metrics.epoch_map import EpochMAP
 
     return EpochMAP(num_classes=num_classes)
+
+
+def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], batch_meta: Mapping[str, Tensor],
+                  **_: Any) -> None:
+    """Boxes ``(B, 300, 6)`` against the padded ground truth of the batch."""
+    metric.update(decoded, gt["boxes"], gt["labels"], gt["mask"], batch_meta.get("index"))
+
+
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+    """Recall at IoU 0.5 of the deployed end-to-end graph on ``source`` (network-input frame)."""
+    import torch
+
+    from lucidyolo.data.datasets import ValDataset
+    from lucidyolo.data.loader import build_val_loader
+    from lucidyolo.metrics.recall import RecallAtIoU
+    from lucidyolo.structures.packed import unpack
+
+    deployed = model.deploy().eval()
+    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
+    recall = RecallAtIoU(0.5)
+    with torch.inference_mode():
+        for batch in loader:
+            images, gt, _ = unpack(batch, "cpu")
+            dets = deployed(images)  # (B, 300, 6)
+            dets = torch.where((dets[..., 4:5] >= conf), dets, torch.zeros_like(dets))
+            recall.update(dets, gt["boxes"], gt["labels"], gt["mask"])
+    return recall.compute()  # NaN without ground truth: fails every floor
+
+
+def _to_coco(rows: Tensor, image_id: int, category_ids: Sequence[int], letterbox: tuple[float, float, float],
+             orig_hw: tuple[int, int]) -> list[dict[str, Any]]:
+    from lucidyolo.metrics.coco_eval import dets_to_coco_results
+
+    return dets_to_coco_results(rows, image_id, category_ids, *letterbox, orig_hw)
+
+
+def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
+             limit: int | None, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` through pycocotools for both decode paths."""
+    from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
+
+    return evaluate_coco_protocol(
+        model=model, decode=decode, to_results=_to_coco, source=source, fields=FIELDS, iou_types=("bbox",),
+        img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+    )
+
+
+def predict(decoded: Tensor, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
+            class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
+    """One image's ``(300, 6)`` rows -> ``{"box": xyxy original px, "score", "label", "name"}`` dicts."""
+    from lucidyolo.metrics.mapping import unletterbox_boxes
+
+    dets = decoded[decoded[:, 4] >= max(conf, 1e-9)]
+    scale, pad_x, pad_y = letterbox
+    boxes = np.asarray(unletterbox_boxes(dets[:, :4].double().numpy(), scale, pad_x, pad_y, image_hw))
+    scores, labels = dets[:, 4].numpy(), dets[:, 5].long().numpy()
+    return [
+        {"box": [round(float(v), 2) for v in b], "score": round(float(s), 4), "label": int(c),
+         "name": class_names[int(c)] if int(c) < len(class_names) else str(int(c))}
+        for b, s, c in zip(boxes, scores, labels, strict=True)
+    ]
+
+
+def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
+    from lucidyolo.predict.draw import draw_boxes
+
+    boxes = np.array([p["box"] for p in predictions], dtype=np.float64).reshape(-1, 4)
+    scores = np.array([p["score"] for p in predictions], dtype=np.float64)
+    labels = np.array([p["label"] for p in predictions], dtype=np.int64)
+    return draw_boxes(image, boxes, scores, labels, class_names)
+
+
+def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
+    """onnxruntime against PyTorch on ``images``: rows matched, classes equal, box and score gaps."""
+    from lucidyolo.export.onnx import PARITY_BOX_TOL, onnx_parity
+
+    parity = onnx_parity(deployed, onnx_path, images)
+    ok = (
+        parity["classes_equal"] and parity["matched"] == parity["rows"]
+        and parity["max_box_diff_norm"] <= PARITY_BOX_TOL and parity["sorted_score_diff"] <= 1e-4
+    )
+    summary = (
+        f"{parity['matched']}/{parity['rows']} rows matched, classes equal {parity['classes_equal']}, max box diff "
+        f"{parity['max_box_diff']:.2e} px ({parity['max_box_diff_norm']:.1e} of the side), max score diff "
+        f"{parity['max_score_diff']:.1e}, top-k score profile diff {parity['sorted_score_diff']:.1e}"
+    )
+    if parity["rows"] == 0:
+        summary += " (every top-k score is tied within 1e-4, an untrained model?: only the score profile was compared)"
+    return {**parity, "passed": bool(ok), "summary": summary}

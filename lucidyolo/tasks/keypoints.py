@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
 
 
 class PoseModelConfig(ModelConfig):
@@ -29,6 +29,8 @@ SPEC = TaskSpec(
     aliases=("keypoints",),
     description="boxes + K keypoints per instance (COCO person_keypoints, YOLO pose roots)",
     config_model=PoseModelConfig,
-    capabilities=TaskCapabilities(multi_device=False, export=True, metric_keys=("val/oks_mAP",)),
+    capabilities=TaskCapabilities(multi_device=False, export=True),
+    fields=("keypoints", "visibility"),
+    metrics=MetricSpec(keys=("val/oks_mAP",)),
     default_preset="pose_nano_smoke.yaml",
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
 
 
 class ObbModelConfig(ModelConfig):
@@ -25,8 +25,10 @@ SPEC = TaskSpec(
     aliases=("oriented",),
     description="rotated boxes, long-edge angle (DOTA-v1.0 tiles, YOLO-OBB roots)",
     config_model=ObbModelConfig,
-    capabilities=TaskCapabilities(
-        multi_device=False, export=True, metric_keys=("val/rotated_mAP50-95", "val/rotated_mAP50")
-    ),
+    capabilities=TaskCapabilities(multi_device=False, export=True),
+    fields=("rboxes",),
+    metrics=MetricSpec(keys=("val/rotated_mAP50-95", "val/rotated_mAP50")),
+    eval_img_size=1024,
+    eval_batch_size=8,
     default_preset="obb_nano_smoke.yaml",
 )

@@ -4,8 +4,9 @@
 - Deduplicated: editable installs can list the same entry point twice.
 - Fault-isolated: a plugin that raises on import is recorded with its error and
   breaks nothing else; ``lucid plugins`` shows the error.
-- Version-gated: a spec whose ``api_version`` differs from ``PLUGIN_API_VERSION``
-  is refused.
+- Version-gated: a spec whose ``api_version`` major differs from
+  ``PLUGIN_API_VERSION``'s is refused naming both versions; a newer minor loads
+  with a warning (``PluginRecord.warning``, shown by ``lucid plugins``).
 - ``LUCIDYOLO_PLUGINS``: unset = every external plugin loads; otherwise a
   comma-separated allow-list of entry-point or distribution names (empty = none).
   Built-in tasks (from the ``lucidyolo`` distribution) always load.
@@ -21,7 +22,7 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 
 from lucidyolo.errors import PluginError
-from lucidyolo.tasks.api import PLUGIN_API_VERSION, TASK_NAME_RE, TaskSpec
+from lucidyolo.tasks.api import TASK_NAME_RE, TaskSpec, api_version_problem
 
 GROUP = "lucidyolo.tasks"
 ALLOW_ENV = "LUCIDYOLO_PLUGINS"
@@ -44,6 +45,7 @@ class PluginRecord:
     spec: TaskSpec | None = None
     error: str | None = None
     status: str = "not loaded"  # "ok" | "error" | "skipped" | "conflict" | "not loaded"
+    warning: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -51,14 +53,19 @@ class PluginRecord:
             "aliases": list(self.spec.aliases) if self.spec else [],
             "distribution": self.distribution,
             "version": self.version,
-            "api_version": self.spec.api_version if self.spec else None,
+            "api_version": _version_str(self.spec.api_version) if self.spec else None,
             "builtin": self.builtin,
             "entry_point": self.value,
             "status": self.status,
             "multi_device": self.spec.capabilities.multi_device if self.spec else None,
             "trainable": self.spec.trainable if self.spec else None,
             "error": self.error,
+            "warning": self.warning,
         }
+
+
+def _version_str(version: object) -> str:
+    return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
 
 
 def _allow_list() -> set[str] | None:
@@ -107,13 +114,12 @@ def _load_one(ep: EntryPoint, rec: PluginRecord) -> None:
     if not isinstance(obj, TaskSpec):
         rec.status, rec.error = "error", f"entry point gives {type(obj).__name__}, not a lucidyolo TaskSpec"
         return
-    if obj.api_version != PLUGIN_API_VERSION:
-        rec.status = "error"
-        rec.error = (
-            f"plugin API version {obj.api_version} is not supported (lucidyolo speaks version "
-            f"{PLUGIN_API_VERSION}); upgrade the plugin or lucidyolo so they match"
-        )
+    problem = api_version_problem(obj.api_version)
+    if problem is not None and problem[0] == "error":
+        rec.status, rec.error = "error", problem[1]
         return
+    if problem is not None:
+        rec.warning = problem[1]
     if obj.name != ep.name:
         rec.status, rec.error = "error", f"entry point name {ep.name!r} differs from TaskSpec.name {obj.name!r}"
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
 
 
 class SegmentModelConfig(ModelConfig):
@@ -26,8 +26,8 @@ SPEC = TaskSpec(
     aliases=("segment",),
     description="boxes + one mask per instance (COCO polygons/RLE, YOLO polygons)",
     config_model=SegmentModelConfig,
-    capabilities=TaskCapabilities(
-        multi_device=True, export=True, metric_keys=("val/mAP50-95", "val/mAP50", "val/segm_mAP50-95")
-    ),
+    capabilities=TaskCapabilities(multi_device=True, export=True),
+    fields=("polygons",),
+    metrics=MetricSpec(keys=("val/mAP50-95", "val/mAP50", "val/segm_mAP50-95")),
     default_preset="seg_nano_smoke.yaml",
 )

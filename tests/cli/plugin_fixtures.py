@@ -19,7 +19,7 @@ def write_distribution(root: Path, dist: str, module: str, entry_name: str, sour
 
 SINGLE_DEVICE = """
     from lucidyolo.config.schema import ModelConfig
-    from lucidyolo.tasks.api import TaskCapabilities, TaskSpec
+    from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
 
     class SoloConfig(ModelConfig):
         task: str = "solo"
@@ -28,7 +28,8 @@ SINGLE_DEVICE = """
     SPEC = TaskSpec(
         name="solo",
         config_model=SoloConfig,
-        capabilities=TaskCapabilities(multi_device=False, metric_keys=("val/solo",)),
+        capabilities=TaskCapabilities(multi_device=False),
+        metrics=MetricSpec(keys=("val/solo",)),
     )
 """
 
@@ -40,7 +41,8 @@ OLD_API = """
     from lucidyolo.config.schema import ModelConfig
     from lucidyolo.tasks.api import TaskSpec
 
-    SPEC = TaskSpec(name="oldapi", config_model=ModelConfig, api_version=999)
+    # built for plugin API version 1 (a bare int then)
+    SPEC = TaskSpec(name="oldapi", config_model=ModelConfig, api_version=1)
 """
 
 STEALS_ALIAS = """

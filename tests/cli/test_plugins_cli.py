@@ -35,7 +35,7 @@ def test_plugins_json_lists_each_builtin_task_once_with_versions(lucid):
     tasks = _tasks(lucid("plugins", "--json"))
     for name in ("det", "seg", "obb", "pose"):
         assert tasks[name]["status"] == "ok"
-        assert tasks[name]["api_version"] == 1
+        assert tasks[name]["api_version"] == "2.0"
         assert tasks[name]["version"]
         assert tasks[name]["builtin"] is True
     assert tasks["obb"]["multi_device"] is False and tasks["det"]["multi_device"] is True
@@ -78,7 +78,22 @@ def test_allow_list_env_restricts_external_plugins(lucid, plugin_root):
 def test_incompatible_api_version_is_refused(lucid, tmp_path):
     write_distribution(tmp_path, "lucid-old", "lucid_old", "oldapi", OLD_API)
     tasks = _tasks(lucid("plugins", "--json", env=env_with(tmp_path)))
-    assert tasks["oldapi"]["status"] == "error" and "API version 999" in tasks["oldapi"]["error"]
+    error = tasks["oldapi"]["error"]
+    assert tasks["oldapi"]["status"] == "error"
+    assert "plugin API 1.0" in error and "plugin API 2.0" in error  # names both versions
+    used = lucid("fit", "oldapi", "--print-config", env=env_with(tmp_path))
+    assert used.returncode == 2 and "plugin API 1.0" in used.stderr
+
+
+def test_newer_minor_api_version_loads_with_a_warning():
+    from lucidyolo.tasks.api import PLUGIN_API_VERSION, api_version_problem
+
+    major, minor = PLUGIN_API_VERSION
+    assert api_version_problem((major, minor)) is None
+    level, message = api_version_problem((major, minor + 1))  # type: ignore[misc]
+    assert level == "warning" and f"{major}.{minor + 1}" in message
+    assert api_version_problem((major + 1, 0))[0] == "error"  # type: ignore[index]
+    assert api_version_problem("2")[0] == "error"  # type: ignore[index]
 
 
 def test_conflicting_alias_is_reported_naming_both_plugins(lucid, tmp_path):
@@ -113,7 +128,7 @@ def test_contract_check_reports_violations():
     with pytest.raises(AssertionError) as info:
         check_task_spec(TaskSpec(name="Bad-Name", config_model=Lax, api_version=0, build_model=3))  # type: ignore[arg-type]
     text = str(info.value)
-    for fragment in ("api_version", "Bad-Name", "extra='forbid'", "build_model"):
+    for fragment in ("plugin API 0.0", "Bad-Name", "extra='forbid'", "build_model"):
         assert fragment in text
     with pytest.raises(AssertionError):
         check_task_spec(object())

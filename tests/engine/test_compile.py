@@ -7,6 +7,8 @@ import warnings
 import pytest
 import torch
 
+from lucidyolo.tasks.registry import get_task
+
 
 @pytest.fixture(scope="module")
 def system():
@@ -54,9 +56,9 @@ def test_compile_step_outside_cuda_warns_once_and_stays_eager():
 
     fit._warned_compile = False
     with pytest.warns(UserWarning, match="compile_step is ignored"):
-        assert fit.should_compile(True, "det", cuda=False) is False
+        assert fit.should_compile(True, get_task("det"), cuda=False) is False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert fit.should_compile(True, "det", cuda=False) is False  # only once
-    assert fit.should_compile(True, "det", cuda=True) is True
-    assert fit.should_compile(False, "det", cuda=True) is False
+        assert fit.should_compile(True, get_task("det"), cuda=False) is False  # only once
+    assert fit.should_compile(True, get_task("det"), cuda=True) is True
+    assert fit.should_compile(False, get_task("det"), cuda=True) is False

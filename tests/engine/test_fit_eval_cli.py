@@ -112,8 +112,8 @@ def test_predict_writes_json_and_annotated_images(run, lucid):
     images = sorted((data_root / "val").glob("*.jpg"))
     assert [Path(p["image"]).name for p in pred["images"]] == [p.name for p in images]
     first = pred["images"][0]
-    assert len(first["detections"]) == 300  # conf 0 keeps the whole top-k
-    x1, y1, x2, y2 = first["detections"][0]["box"]
+    assert len(first["predictions"]) == 300  # conf 0 keeps the whole top-k
+    x1, y1, x2, y2 = first["predictions"][0]["box"]
     assert 0 <= x1 <= x2 <= first["width"] and 0 <= y1 <= y2 <= first["height"]  # original pixels
     assert len(list((out / "drawn").glob("*.jpg"))) == len(images)
 

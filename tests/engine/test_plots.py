@@ -9,13 +9,14 @@ import sys
 from PIL import Image
 
 from lucidyolo.engine.plots import plot_results
-from lucidyolo.engine.results_csv import results_columns, write_results_row
+from lucidyolo.engine.results_csv import task_results_columns, write_results_row
+from lucidyolo.tasks.registry import get_task
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _write_run(path, epochs: int = 5) -> None:
-    cols = results_columns("det", num_param_groups=2)
+    cols = task_results_columns(get_task("det"), num_param_groups=2)
     for e in range(epochs):
         row = {"epoch": e, "train/box_loss": 2.0 / (e + 1), "train/cls_loss": 1.0 / (e + 1),
                "metrics/mAP50-95(B)": 0.1 * e, "lr/pg0": 0.01, "lr/pg1": 0.01 * (1 - e / epochs)}
@@ -45,7 +46,7 @@ def test_plot_results_writes_a_valid_png(tmp_path):
 
 def test_empty_results_write_nothing(tmp_path):
     csv_path = tmp_path / "results.csv"
-    csv_path.write_text(",".join(results_columns("det")) + "\n")
+    csv_path.write_text(",".join(task_results_columns(get_task("det"))) + "\n")
     assert plot_results(csv_path, tmp_path / "plots") == []
 
 

@@ -7,15 +7,21 @@ import math
 import pytest
 
 from lucidyolo.engine.results_csv import (
-    LOGGED_METRIC_TO_COLUMN,
     read_results,
     results_columns,
+    task_results_columns,
     write_results_row,
 )
+from lucidyolo.tasks.api import MetricSpec, TaskSpec
+from lucidyolo.tasks.registry import get_task
+
+
+def det_columns(num_param_groups: int = 1) -> list[str]:
+    return task_results_columns(get_task("det"), num_param_groups)
 
 
 def test_det_columns_follow_the_convention():
-    assert results_columns("det", num_param_groups=3) == [
+    assert det_columns(num_param_groups=3) == [
         "epoch",
         "train/box_loss", "train/cls_loss", "train/l1_loss",
         "metrics/mAP50(B)", "metrics/mAP50-95(B)",
@@ -24,23 +30,18 @@ def test_det_columns_follow_the_convention():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("task", "extra"),
-    [
-        ("seg", {"train/seg_loss", "train/sem_loss", "metrics/mAP50-95(M)", "metrics/mAP50-95(B)"}),
-        ("obb", {"train/angle_loss", "val/angle_loss", "metrics/mAP50-95(B)"}),
-        ("pose", {"train/kpt_loss", "metrics/mAP50-95(P)"}),
-    ],
-)
-def test_task_columns_add_their_terms_and_metrics(task, extra):
-    cols = results_columns(task)
-    assert extra <= set(cols)
-    assert len(cols) == len(set(cols))
-    assert set(LOGGED_METRIC_TO_COLUMN[task].values()) <= set(cols)
+def test_columns_come_from_the_task_declaration_not_its_name():
+    from lucidyolo.config.schema import ModelConfig
+
+    spec = TaskSpec(
+        name="anything", config_model=ModelConfig, loss_terms=("ce",),
+        metrics=MetricSpec(keys=("val/top1", "val/top5"), columns={"val/top1": "metrics/top1"}),
+    )
+    assert task_results_columns(spec) == ["epoch", "train/ce_loss", "metrics/top1", "val/top5", "val/ce_loss", "lr/pg0"]
 
 
 def test_rows_append_and_blank_cells_read_as_nan(tmp_path):
-    cols = results_columns("det")
+    cols = det_columns()
     path = tmp_path / "results.csv"
     write_results_row(path, {"epoch": 0, "train/box_loss": 1.25, "lr/pg0": 0.01}, cols)
     write_results_row(path, {"epoch": 1, "train/box_loss": 0.5, "metrics/mAP50(B)": 0.125}, cols)
@@ -54,7 +55,7 @@ def test_rows_append_and_blank_cells_read_as_nan(tmp_path):
 
 
 def test_rewriting_an_epoch_after_resume_drops_the_stale_rows(tmp_path):
-    cols = results_columns("det")
+    cols = det_columns()
     path = tmp_path / "results.csv"
     for e in range(4):
         write_results_row(path, {"epoch": e, "train/box_loss": float(e)}, cols)
@@ -65,7 +66,7 @@ def test_rewriting_an_epoch_after_resume_drops_the_stale_rows(tmp_path):
 
 
 def test_unknown_column_or_missing_epoch_is_refused(tmp_path):
-    cols = results_columns("det")
+    cols = det_columns()
     with pytest.raises(ValueError, match="no column"):
         write_results_row(tmp_path / "r.csv", {"epoch": 0, "train/dfl_loss": 1.0}, cols)
     with pytest.raises(ValueError, match="epoch"):
@@ -74,6 +75,6 @@ def test_unknown_column_or_missing_epoch_is_refused(tmp_path):
 
 def test_existing_file_with_other_columns_is_not_mixed(tmp_path):
     path = tmp_path / "results.csv"
-    write_results_row(path, {"epoch": 0}, results_columns("det"))
+    write_results_row(path, {"epoch": 0}, det_columns())
     with pytest.raises(ValueError, match="columns"):
-        write_results_row(path, {"epoch": 1}, results_columns("seg"))
+        write_results_row(path, {"epoch": 1}, results_columns(("box", "seg"), ["metrics/mAP50(M)"]))

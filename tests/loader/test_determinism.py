@@ -6,12 +6,13 @@ import torch
 
 from lucidyolo.data.datasets import TrainDataset
 from lucidyolo.data.loader import build_train_loader
+from lucidyolo.tasks.registry import get_task
 from tests.augment.scenes import rect_source
 
 
 def _epoch_batches(source, workers: int, epoch: int, seed: int = 3):
     ds = TrainDataset(source, 64, "x", seed=seed, device_hsv=True)  # gains travel in the batch
-    loader = build_train_loader(ds, 2, "seg", num_workers=workers, seed=seed)
+    loader = build_train_loader(ds, 2, get_task("seg").fields, num_workers=workers, seed=seed)
     loader.set_epoch(epoch)
     return list(loader)
 

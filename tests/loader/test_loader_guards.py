@@ -110,10 +110,10 @@ def test_loader_defaults_pin_only_with_cuda_and_do_not_persist(tmp_path):
     from tests.augment.scenes import rect_source
 
     ds = TrainDataset(rect_source(tmp_path, "det"), 64)
-    loader = build_train_loader(ds, 2, "det", num_workers=1)
+    loader = build_train_loader(ds, 2, num_workers=1)
     assert loader.pin_memory is torch.cuda.is_available()
     assert loader.persistent_workers is False and loader.prefetch_factor == 2
-    assert build_train_loader(ds, 2, "det", num_workers=0, pin_memory=True).pin_memory is torch.cuda.is_available()
+    assert build_train_loader(ds, 2, num_workers=0, pin_memory=True).pin_memory is torch.cuda.is_available()
 
 
 def test_epoch_sampler_shards_ranks_and_reshuffles_per_epoch():

@@ -9,6 +9,7 @@ import torch
 from lucidyolo.data.datasets import Sample
 from lucidyolo.structures.packed import collate_packed, unpack
 from lucidyolo.structures.targets import Polygons, Targets
+from lucidyolo.tasks.registry import get_task
 
 K = 3
 
@@ -51,7 +52,7 @@ def _samples(task: str, counts: list[int], seed: int = 0, gains: bool = False) -
 @pytest.mark.parametrize("gains", [False, True])
 def test_tensor_count_is_independent_of_batch_size_and_instance_count(task, gains):
     layouts = [[0], [5], [0, 0, 0], [3, 0, 7, 1], [40] * 16, [0] * 16]
-    seen = {collate_packed(_samples(task, c, seed=i, gains=gains), task).num_tensors for i, c in enumerate(layouts)}
+    seen = {collate_packed(_samples(task, c, seed=i, gains=gains), get_task(task).fields).num_tensors for i, c in enumerate(layouts)}
     assert len(seen) == 1
     expected = 6 + {"det": 0, "seg": 3, "obb": 1, "pose": 2}[task] + int(gains)
     assert seen == {expected}
@@ -61,7 +62,7 @@ def test_tensor_count_is_independent_of_batch_size_and_instance_count(task, gain
 def test_unpack_restores_every_field_per_image(task):
     counts = [2, 0, 5, 1]
     samples = _samples(task, counts, seed=3)
-    images, gt, meta = unpack(collate_packed(samples, task), "cpu")
+    images, gt, meta = unpack(collate_packed(samples, get_task(task).fields), "cpu")
     assert images.dtype == torch.float32 and images.shape == (4, 3, 16, 16)
     torch.testing.assert_close(images[2], samples[2].image.float() / 255)
     m = max(counts)
@@ -93,12 +94,12 @@ def test_unpack_restores_every_field_per_image(task):
 
 
 def test_empty_batch_unpacks_to_zero_width_padding():
-    images, gt, _ = unpack(collate_packed(_samples("det", [0, 0]), "det"))
+    images, gt, _ = unpack(collate_packed(_samples("det", [0, 0])))
     assert gt["boxes"].shape == (2, 0, 4) and gt["mask"].shape == (2, 0)
 
 
 def test_images_travel_as_uint8_and_batches_move_as_a_whole():
-    batch = collate_packed(_samples("det", [1, 2]), "det")
+    batch = collate_packed(_samples("det", [1, 2]))
     assert batch.images.dtype == torch.uint8
     moved = batch.to("cpu")
     assert moved.num_tensors == batch.num_tensors and len(moved) == 2

@@ -8,6 +8,7 @@ import pytest
 from lucidyolo.data.datasets import TrainDataset, ValDataset
 from lucidyolo.data.loader import build_train_loader
 from lucidyolo.structures.packed import unpack
+from lucidyolo.tasks.registry import get_task
 from tests.conftest import real_data_root
 
 pytestmark = pytest.mark.realdata
@@ -35,7 +36,7 @@ def test_real_coco_samples_stay_inside_the_frame(coco128):
 
 
 def test_real_coco_loader_with_workers_and_val_inverse(coco128):
-    loader = build_train_loader(TrainDataset(coco128, 320, "s", seed=0), 4, "seg", num_workers=2)
+    loader = build_train_loader(TrainDataset(coco128, 320, "s", seed=0), 4, get_task("seg").fields, num_workers=2)
     it = iter(loader)
     batches = [next(it) for _ in range(2)]
     assert {b.num_tensors for b in batches} == {9}

@@ -1,0 +1,103 @@
+"""The reusable COCO evaluation protocol: one forward per batch, both decode paths, pycocotools per IoU type.
+
+A task plugs in through two functions: ``decode(outputs, path)`` (its own hook)
+and ``to_results(decoded_row, image_id, category_ids, letterbox, orig_hw)``
+turning one image's decoded rows into COCO results dicts. Box tasks score
+``bbox``; a mask task adds ``segm``, a keypoint task ``keypoints``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lucidyolo.data.source import ImageSource
+
+DECODE_PATHS = ("e2e", "nms")
+
+
+class FirstItems:
+    """The first ``n`` items of a dataset (the sampler yields ``(epoch, index)`` pairs, which Subset rejects)."""
+
+    def __init__(self, dataset: Any, n: int) -> None:
+        self.dataset = dataset
+        self.n = max(0, min(n, len(dataset)))
+        self.img_size = dataset.img_size
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, item: Any) -> Any:
+        return self.dataset[item]
+
+
+def predict_split(
+    model: Any, decode: Callable[..., Any], to_results: Callable[..., list[dict[str, Any]]], source: ImageSource,
+    fields: Sequence[str], img_size: int, batch_size: int, device: Any, limit: int | None,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, float]]:
+    """Run ``model`` over a split; COCO results (original pixels, dataset ids) per decode path.
+
+    Returns:
+        ``({"e2e": [...], "nms": [...]}, {"forward_s", "decode_s"})``.
+    """
+    import torch
+
+    from lucidyolo.data.datasets import ValDataset
+    from lucidyolo.data.loader import build_val_loader
+    from lucidyolo.structures.packed import unpack
+
+    dataset: Any = ValDataset(source, img_size)
+    if limit is not None:
+        dataset = FirstItems(dataset, limit)
+    loader = build_val_loader(dataset, batch_size, tuple(fields), val_num_workers=min(2, batch_size))
+    results: dict[str, list[dict[str, Any]]] = {p: [] for p in DECODE_PATHS}
+    t_forward = t_decode = 0.0
+    model.to(device)
+    with torch.inference_mode():
+        for batch in loader:
+            images, _, meta = unpack(batch, device)
+            t0 = time.perf_counter()
+            outputs = model(images)
+            t1 = time.perf_counter()
+            decoded = {path: decode(outputs, path).cpu() for path in DECODE_PATHS}
+            t_forward += t1 - t0
+            t_decode += time.perf_counter() - t1
+            for i in range(images.shape[0]):  # per image: only the result dicts, after the batched decode
+                index = int(meta["index"][i])
+                letterbox = tuple(float(v) for v in meta["letterbox"][i])
+                hw = (int(meta["orig_hw"][i, 0]), int(meta["orig_hw"][i, 1]))
+                for path, rows in decoded.items():
+                    results[path] += to_results(rows[i], source.image_id(index), source.category_ids, letterbox, hw)
+    return results, {"forward_s": t_forward, "decode_s": t_decode}
+
+
+def evaluate_coco_protocol(
+    *, model: Any, decode: Callable[..., Any], to_results: Callable[..., list[dict[str, Any]]], source: ImageSource,
+    fields: Sequence[str], iou_types: Sequence[str], img_size: int, batch_size: int, device: Any, limit: int | None,
+) -> dict[str, Any]:
+    """Predict a split and score every decode path with pycocotools for each of ``iou_types``.
+
+    Returns:
+        ``{"paths": {path: {iou_type: stats dict}}, "timings": {...}, "results": {path: [...]},
+        "num_images": int}`` (the shape the ``evaluate`` hook returns).
+    """
+    from lucidyolo.data.coco_gt import build_coco_gt
+    from lucidyolo.metrics.coco_eval import evaluate_coco
+
+    t0 = time.perf_counter()
+    results, timings = predict_split(model, decode, to_results, source, fields, img_size, batch_size, device, limit)
+    timings["predict_s"] = time.perf_counter() - t0
+    gt = build_coco_gt(source)
+    if limit is not None:
+        keep = {source.image_id(i) for i in range(min(limit, len(source)))}
+        gt = {**gt, "images": [im for im in gt["images"] if im["id"] in keep],
+              "annotations": [a for a in gt["annotations"] if a["image_id"] in keep]}
+    paths: dict[str, Any] = {}
+    for path, dets in results.items():
+        paths[path] = {}
+        for iou_type in iou_types:
+            res = evaluate_coco(gt, dets, iou_type=iou_type)
+            paths[path][iou_type] = res.to_dict()
+            timings[f"cocoeval_{path}_{iou_type}_s"] = res.timings.get("total", 0.0)
+    return {"paths": paths, "timings": timings, "results": results, "num_images": len(gt["images"])}
