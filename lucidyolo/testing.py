@@ -59,8 +59,10 @@ def task_spec_problems(spec: Any) -> list[str]:
             problems.append(f"hook {hook} must be callable or None")
     if spec.gate is not None and not (isinstance(spec.gate, GateSpec) and callable(spec.gate.score)):
         problems.append("gate must be a GateSpec with a callable score")
-    if spec.export is not None and not (isinstance(spec.export, ExportSpec) and spec.export.outputs):
-        problems.append("export must be an ExportSpec naming at least one output")
+    if spec.export is not None and not (
+        isinstance(spec.export, ExportSpec) and spec.export.outputs and callable(spec.export.deploy)
+    ):
+        problems.append("export must be an ExportSpec naming at least one output, with a callable deploy")
     if not all(isinstance(f, str) for f in spec.fields):
         problems.append("fields must be strings")
     return problems
@@ -83,8 +85,102 @@ def _metric_problems(spec: TaskSpec) -> list[str]:
     return problems
 
 
-def check_task_spec(spec: Any) -> None:
-    """Raise ``AssertionError`` listing every contract violation of ``spec``."""
+def check_task_spec(spec: Any, run_hooks: bool = True) -> dict[str, Any]:
+    """Raise ``AssertionError`` listing every contract violation of ``spec``.
+
+    With ``run_hooks`` (the default) every provided hook is then called on tiny
+    inputs (:func:`exercise_hooks`; imports torch, takes seconds). Returns what
+    was exercised.
+    """
     problems = task_spec_problems(spec)
     if problems:
         raise AssertionError("TaskSpec contract violations:\n- " + "\n- ".join(problems))
+    return exercise_hooks(spec) if run_hooks else {}
+
+
+def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, workdir: Any = None) -> dict[str, Any]:
+    """Call every provided hook on tiny inputs, checking what each returns (imports torch).
+
+    The synthetic set (``make_synthetic``) is written, read back through the
+    task's readers and packed exactly as training packs it; the model is built
+    and run on that batch, then the criterion, both decode paths, the metric and
+    its adapter, ``predict``, ``draw`` and the export ``deploy`` graph.
+
+    Returns:
+        What was exercised (hook name -> a short description), for the caller's report.
+
+    Raises:
+        AssertionError: a hook broke its contract (the message names it).
+    """
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+
+    done: dict[str, Any] = {}
+    cfg = spec.config_model.model_validate({"task": spec.name})
+    if spec.make_synthetic is None or spec.build_model is None:
+        return done
+    from lucidyolo.data.datasets import ValDataset
+    from lucidyolo.data.source import open_source
+    from lucidyolo.structures.packed import collate_packed, unpack
+
+    work = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"lucid-check-{spec.name}-"))
+    root = Path(spec.make_synthetic(work / "data", num_images, img_size, 0))
+    source = open_source(root, "train", spec.name)
+    assert 0 < len(source) <= num_images, f"make_synthetic wrote {len(source)} train images, asked for {num_images}"
+    done["make_synthetic"] = f"{len(source)} images, {source.num_instances} instances"
+    dataset = ValDataset(source, img_size)
+    images, gt, meta = unpack(collate_packed([dataset[i] for i in range(len(source))], spec.fields), "cpu")
+    num_classes = len(source.class_names)
+    model = spec.build_model(cfg=cfg, num_classes=num_classes, meta={})
+    assert isinstance(model, torch.nn.Module), "build_model must return a torch.nn.Module"
+    model.train()
+    outputs = model(images)
+    done["build_model"] = type(model).__name__
+    if spec.build_criterion is not None:
+        criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta={})
+        total, terms = criterion(outputs, gt, 0.5)
+        assert total.ndim == 0 and torch.isfinite(total), f"criterion total must be a finite scalar, got {total}"
+        top = {k for k in terms if "/" not in k}  # "branch/term" keys are diagnostics
+        assert top == set(spec.loss_terms), f"criterion terms {sorted(top)} != loss_terms {sorted(spec.loss_terms)}"
+        total.backward()
+        done["build_criterion"] = sorted(top)
+    model.eval()
+    with torch.no_grad():
+        outputs = model(images)
+    decoded = None
+    if spec.decode is not None:
+        decoded = {path: spec.decode(outputs, path) for path in ("e2e", "nms")}
+        for path, value in decoded.items():
+            assert isinstance(value, torch.Tensor) and value.shape[0] == len(source), f"decode {path}: batch axis"
+        done["decode"] = tuple(decoded["e2e"].shape)
+    if spec.build_metric is not None and spec.metric_update is not None and decoded is not None:
+        metric = spec.build_metric(num_classes=num_classes, meta={})
+        spec.metric_update(metric=metric, outputs=outputs, decoded=decoded["e2e"], gt=gt, batch_meta=meta)
+        result = metric.compute()
+        want = {k.removeprefix("val/") for k in spec.metrics.keys}
+        assert want <= set(result), f"metric computes {sorted(result)}, metrics.keys need {sorted(want)}"
+        done["build_metric"] = {k: float(result[k]) for k in want}
+    if spec.predict is not None and decoded is not None:
+        hw = tuple(int(v) for v in meta["orig_hw"][0])
+        rows = spec.predict(
+            decoded=decoded["e2e"][0], image_hw=hw, letterbox=tuple(float(v) for v in meta["letterbox"][0]),
+            class_names=source.class_names, conf=0.0,
+        )
+        assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows), "predict must return a list of dicts"
+        done["predict"] = len(rows)
+        if spec.draw is not None:
+            canvas = np.zeros((hw[0], hw[1], 3), np.uint8)
+            drawn = spec.draw(image=canvas, predictions=rows, class_names=source.class_names)
+            assert hasattr(drawn, "save") and drawn.size == (hw[1], hw[0]), "draw must return a PIL image of the input size"
+            done["draw"] = drawn.size
+    if spec.export is not None:
+        deployed = spec.export.deploy(model=model).eval()
+        with torch.no_grad():
+            out = deployed(images)
+        got = 1 if isinstance(out, torch.Tensor) else len(out)
+        assert got == len(spec.export.outputs), f"deployed graph returns {got} outputs, export names {spec.export.outputs}"
+        done["export.deploy"] = spec.export.outputs
+    return done

@@ -41,7 +41,7 @@ def run_export(
 
     from lucidyolo.export.onnx import export_onnx
 
-    deployed = restored.model.deploy().eval()
+    deployed = spec.export.deploy(model=restored.model).eval()
     path = export_onnx(deployed, out, img_size=size, dynamic_batch=dynamic_batch, output_names=spec.export.outputs)
     result: dict[str, Any] = {
         "onnx": str(path), "img_size": size, "dynamic_batch": dynamic_batch, "outputs": list(spec.export.outputs),

@@ -29,8 +29,10 @@ class TrainingSystem(pl.LightningModule):
 
     Args:
         model: maps images ``(B, 3, H, W)`` in ``[0, 1]`` to the task's output dict.
-        criterion: ``criterion(outputs, gt, alpha) -> (total, terms)``; every term is
-            logged (``train/<term>_loss``, ``val/<term>_loss``, progress bar).
+        criterion: ``criterion(outputs, gt, alpha) -> (total, terms)``; every top-level
+            term is logged (``train/<term>_loss``, ``val/<term>_loss``, progress bar);
+            keys with a ``/`` (``o2m/box``) are per-branch diagnostics and stay unlogged,
+            so the loggers and the progress bar see only the task's declared terms.
         decode: ``decode(outputs, path) -> Tensor``; validation uses ``path="e2e"``.
         metric: epoch metric; ``compute()`` returns ``metric_keys`` without ``val/``.
         metric_update: ``metric_update(metric=, outputs=, decoded=, gt=, batch_meta=)``.
@@ -116,7 +118,7 @@ class TrainingSystem(pl.LightningModule):
         images, gt, _ = unpack(batch, self.device)
         total, terms = self._objective(self._to_input(images), gt, self.alpha)
         n = images.shape[0]
-        shown = {k: v.detach() for k, v in terms.items()}
+        shown = {k: v.detach() for k, v in terms.items() if "/" not in k}
         # step values for the progress bar (never synchronised: no collective per step) ...
         self.log_dict(shown, prog_bar=True, on_step=True, on_epoch=False, batch_size=n)
         # ... and epoch means synchronised once across ranks at the end of the epoch
@@ -139,7 +141,7 @@ class TrainingSystem(pl.LightningModule):
         total, terms = self.criterion(outputs, gt, self.alpha)
         n = images.shape[0]
         self.log_dict(
-            {f"val/{k}_loss": v for k, v in terms.items()},
+            {f"val/{k}_loss": v for k, v in terms.items() if "/" not in k},
             on_step=False, on_epoch=True, batch_size=n, sync_dist=True,
         )
         decoded = self.decode(outputs, "e2e")

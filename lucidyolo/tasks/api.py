@@ -29,8 +29,7 @@ Training (``lucid fit``)
     ``{"o2m": {...}, "o2o": {...}, "anchors": (A, 2), "strides": (A,)}`` with
     ``boxes (B, A, 4)`` raw ltrb in stride units and ``logits (B, A, C)`` per
     branch (docs/ARCHITECTURE.md); other tasks return what their own criterion,
-    decoder and metric adapter read. The module has ``deploy() -> nn.Module``
-    when the task exports.
+    decoder and metric adapter read.
 
 ``build_criterion(cfg, num_classes, meta) -> torch.nn.Module``
     ``criterion(outputs, gt, alpha) -> (total, terms)``: ``gt`` is the padded
@@ -38,8 +37,9 @@ Training (``lucid fit``)
     4)``, ``labels (B, M)``, ``mask (B, M)`` bool, ``difficult (B, M)``, plus the
     task's fields), ``alpha`` the progressive o2m weight in ``[0, 1]``;
     ``total`` a scalar tensor, ``terms`` a dict of scalar tensors before gains,
-    keyed by :attr:`TaskSpec.loss_terms`. The engine logs every term it returns
-    (``train/<term>_loss``, ``val/<term>_loss``, progress bar).
+    keyed by :attr:`TaskSpec.loss_terms`. The engine logs every such term
+    (``train/<term>_loss``, ``val/<term>_loss``, progress bar); keys holding a
+    ``/`` (``o2m/box``) are diagnostics for the caller and are not logged.
 
 ``decode(outputs, path) -> torch.Tensor``
     ``path`` is ``"e2e"`` (o2o top-k) or ``"nms"`` (o2m + NMS); returns the
@@ -209,12 +209,16 @@ class ExportSpec:
 
     Attributes:
         outputs: ONNX output names of the deployed graph, in order.
+        deploy: ``deploy(model) -> nn.Module``, the deployed graph of a trained
+            model (e.g. BN folded, inference branch only, decode included) whose
+            forward returns ``outputs`` in order.
         check: ``check(deployed, onnx_path, images) -> dict`` with at least
             ``passed`` (bool) and ``summary`` (one line); compares onnxruntime
             with PyTorch on ``images (B, 3, S, S)``.
     """
 
     outputs: tuple[str, ...]
+    deploy: Callable[..., Any]
     check: Callable[..., dict[str, Any]] | None = None
 
 

@@ -53,5 +53,7 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
-    export=ExportSpec(outputs=("detections",), check=lazy_hook(f"{_HOOKS}:export_check")),
+    export=ExportSpec(
+        outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
+    ),
 )

@@ -81,7 +81,7 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
     from lucidyolo.metrics.recall import RecallAtIoU
     from lucidyolo.structures.packed import unpack
 
-    deployed = model.deploy().eval()
+    deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
     recall = RecallAtIoU(0.5)
     with torch.inference_mode():
@@ -134,6 +134,13 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
     scores = np.array([p["score"] for p in predictions], dtype=np.float64)
     labels = np.array([p["label"] for p in predictions], dtype=np.int64)
     return draw_boxes(image, boxes, scores, labels, class_names)
+
+
+def deploy(model: nn.Module, **_: Any) -> nn.Module:
+    """The deployed graph: BN folded, trunk + o2o branch + top-k, output ``(B, 300, 6)``."""
+    from lucidyolo.models.deploy import make_deploy_model
+
+    return make_deploy_model(model)
 
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:

@@ -112,7 +112,30 @@ def test_builtin_specs_pass_the_plugin_contract_check():
 
     for rec in discover():
         if rec.builtin:
-            check_task_spec(rec.spec)
+            check_task_spec(rec.spec, run_hooks=False)
+
+
+def test_contract_check_runs_every_detection_hook_on_tiny_inputs(tmp_path):
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    done = exercise_hooks(get_task("det"), workdir=tmp_path)
+    assert set(done) == {
+        "make_synthetic", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw", "export.deploy"
+    }
+    assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "l1"]
+
+
+def test_contract_check_names_the_hook_that_breaks_its_contract(tmp_path):
+    import dataclasses
+
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    det = get_task("det")
+    liar = dataclasses.replace(det, loss_terms=("box", "cls"))  # the criterion also returns l1
+    with pytest.raises(AssertionError, match="loss_terms"):
+        exercise_hooks(liar, workdir=tmp_path)
 
 
 def test_contract_check_reports_violations():
