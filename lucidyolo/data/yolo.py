@@ -402,8 +402,8 @@ def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> Imag
     spec = parse_yolo_yaml(yaml_path)
     if task == "pose" and spec.kpt_shape is None:
         raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for pose.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
-    for w in spec.warnings:
-        warnings.warn(w, UserWarning, stacklevel=2)
+    for message in spec.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
     images = _list_images(spec, split)
     if not images:
         raise DataError(
