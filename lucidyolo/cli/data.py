@@ -65,6 +65,10 @@ def _print_report(report) -> None:
         table.add_row(s.split, s.layout, str(s.images), str(s.instances), str(s.background_images), str(s.classes), status)
     out.print(table)
     for s in report.splits:
+        if s.found and s.paths:
+            # Below the table, not in it: the words and full paths would wrap a narrow terminal's table.
+            what = f"{escape(s.layout_description)}, reading " if s.layout_description else "reading "
+            out.print(f"[bold]{s.split}[/bold]: {what}{escape(', '.join(s.paths))}", highlight=False, soft_wrap=True)
         if s.found and s.instances_per_class and s.error is None:
             top = sorted(((n, c) for n, c in s.instances_per_class.items() if c), key=lambda kv: -kv[1])
             shown = ", ".join(f"{escape(n)} {c}" for n, c in top[:10])

@@ -8,6 +8,7 @@ image). Also the ``model.num_classes`` the user must set. No torch.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,8 @@ class SplitReport:
     split: str
     found: bool
     layout: str = ""
+    layout_description: str = ""
+    paths: list[str] = field(default_factory=list)
     images: int = 0
     instances: int = 0
     background_images: int = 0
@@ -145,6 +148,7 @@ def check_dataset(
     explicit = {k: v for k, v in explicit_paths.items() if v is not None}
     reports: list[SplitReport] = []
     sources = {}
+    seen_warnings: set[str] = set()
     for split in splits:
         rep = SplitReport(split=split, found=True)
         reports.append(rep)
@@ -157,16 +161,27 @@ def check_dataset(
             except DataError as exc:
                 rep.error = str(exc)
                 continue
-            if not fams and split != "train":
+            if split != "train" and (not fams or _yolo_lacks_split(fams, split, layout)):
                 rep.found = False
                 continue
         try:
-            src = read_split(root, split, task, layout=layout, explicit_paths=explicit)
+            # The readers warn (e.g. about a yaml's `path:`); the report carries
+            # each distinct warning once instead of a Python warning line.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                src = read_split(root, split, task, layout=layout, explicit_paths=explicit)
         except DataError as exc:
             rep.error = str(exc)
             continue
+        for w in caught:
+            if str(w.message) not in seen_warnings:
+                seen_warnings.add(str(w.message))
+                rep.warnings.append(str(w.message))
         sources[split] = src
         rep.layout = src.layout
+        rep.layout_description, rep.paths = src.layout, []
+        if not has_explicit and root is not None:
+            rep.layout_description, rep.paths = _describe(root, split, task, layout)
         rep.images = len(src)
         rep.instances = src.num_instances
         rep.background_images = int((src.instances_per_image() == 0).sum())
@@ -200,6 +215,35 @@ def check_dataset(
         err = err or f"No split of {root} was found."
     num_classes = next((src.num_classes for src in found.values()), None)
     return CheckReport(str(root) if root is not None else "", task, reports, num_classes, err)
+
+
+def _yolo_lacks_split(fams: dict, split: str, layout: str | None) -> bool:
+    """A YOLO yaml without this (non-train) split: "not found", like a missing COCO split."""
+    if "yolo" not in fams or len(fams) > 1 or layout not in (None, "yolo"):
+        return False
+    from lucidyolo.data.yolo import parse_yolo_yaml
+
+    try:
+        return parse_yolo_yaml(fams["yolo"].yaml).split_key(split) is None
+    except DataError:
+        return False  # reading the split reports the problem
+
+
+def _describe(root: Path, split: str, task: str, layout: str | None) -> tuple[str, list[str]]:
+    """The recognised layout in words and the folders / files the split is read from."""
+    from lucidyolo.data.layouts import resolve
+
+    r = resolve(root, split, task, layout)
+    if r.layout == "yolo":
+        from lucidyolo.data.yolo import list_split, parse_yolo_yaml
+
+        assert r.yaml is not None
+        files = list_split(parse_yolo_yaml(r.yaml), split)
+        return files.description, [str(p.path) for p in files.paths]
+    if r.layout == "dota":
+        assert r.split_dir is not None
+        return "DOTA", [str(r.split_dir / "images"), str(r.split_dir / "labelTxt")]
+    return f"COCO ({r.layout})", [str(r.images), str(r.ann_file)]
 
 
 def _first_bad_image(src, decode: bool) -> str | None:

@@ -7,6 +7,7 @@ and the annotation file must both exist):
 2. ``coco-split``:  ``{split}/`` + ``annotations/{prefix}_{split}.json`` (DOTA tiler output)
 3. ``coco-images``: ``images/{split}/`` + ``annotations/{prefix}_{split}.json``
 4. ``coco-export``: ``{split}/_annotations.coco.json`` beside the images
+   (split ``val`` also finds ``valid/``, the folder name of Roboflow exports)
 
 ``prefix`` is ``instances`` (det/seg/obb) or ``person_keypoints`` (pose).
 Then ``yolo`` (a ``data.yaml`` or ``*.yaml`` at the root, or the root is the
@@ -48,12 +49,16 @@ def ann_prefix(task: str) -> str:
 def coco_candidates(root: Path, split: str, task: str) -> list[tuple[str, Path, Path]]:
     """``(layout, images_dir, ann_file)`` of the four COCO conventions, in probe order."""
     pre = ann_prefix(task)
-    return [
+    out = [
         ("coco-2017", root / f"{split}2017", root / "annotations" / f"{pre}_{split}2017.json"),
         ("coco-split", root / split, root / "annotations" / f"{pre}_{split}.json"),
         ("coco-images", root / "images" / split, root / "annotations" / f"{pre}_{split}.json"),
         ("coco-export", root / split, root / split / "_annotations.coco.json"),
     ]
+    if split == "val":
+        # Roboflow's COCO export calls its validation folder `valid/`.
+        out.append(("coco-export", root / "valid", root / "valid" / "_annotations.coco.json"))
+    return out
 
 
 def _rel(p: Path, root: Path) -> str:
@@ -112,15 +117,16 @@ def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Res
     if not root.exists():
         raise DataError(f"Dataset root {root} does not exist.", fix="Check the --data-root path.")
     if layout in COCO_LAYOUTS:
-        for name, img, ann in coco_candidates(root, split, task):
-            if name == layout:
-                if not (img.is_dir() and ann.is_file()):
-                    raise DataError(
-                        f"Layout {layout} needs {_rel(img, root)}/ and {_rel(ann, root)} under {root}; "
-                        f"{'the folder' if not img.is_dir() else 'the annotation file'} is missing.",
-                        fix="Pick the layout that matches the files, or omit --data.layout to detect it.",
-                    )
-                return Resolved(name, images=img, ann_file=ann)
+        named = [(img, ann) for name, img, ann in coco_candidates(root, split, task) if name == layout]
+        for img, ann in named:
+            if img.is_dir() and ann.is_file():
+                return Resolved(layout, images=img, ann_file=ann)
+        img, ann = named[0]
+        raise DataError(
+            f"Layout {layout} needs {_rel(img, root)}/ and {_rel(ann, root)} under {root}; "
+            f"{'the folder' if not img.is_dir() else 'the annotation file'} is missing.",
+            fix="Pick the layout that matches the files, or omit --data.layout to detect it.",
+        )
     families = detect_families(root, split, task)
     if layout is not None:
         fam = "coco" if layout in ("coco", *COCO_LAYOUTS) else layout

@@ -15,7 +15,9 @@ outside ``[0, 1]`` (objects cut by a tile edge) are clipped, not rejected.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import numpy as np
 
 from lucidyolo.data.image_io import IMAGE_SUFFIXES, read_image_size
 from lucidyolo.data.source import ImageSource, SourceBuilder
+from lucidyolo.data.yaml_paths import SplitPath, dataset_root, resolve_split_path, through_symlink
 from lucidyolo.errors import DataError
 from lucidyolo.structures.geometry import corners_to_rbox, corners_to_xyxy
 from lucidyolo.structures.targets import Polygons, Targets
@@ -32,9 +35,20 @@ from lucidyolo.structures.targets import Polygons, Targets
 _MAX_ABS_NORMALISED = 2.0
 
 
+# A Roboflow export names its validation folder `valid/`; users then ask for
+# that split by the folder's name, or write the key that way.
+_SPLIT_SYNONYMS = {"val": "valid", "valid": "val"}
+
+
 @dataclass
 class YoloSpec:
-    """The parsed, validated content of a YOLO ``data.yaml``."""
+    """The parsed, validated content of a YOLO ``data.yaml``.
+
+    ``splits`` keeps the entries as written; they are resolved (and refused if
+    they leave the root) only when that split is read, so a broken ``test:``
+    never stops training. ``warnings`` are about ``path:`` (see
+    :mod:`lucidyolo.data.yaml_paths`).
+    """
 
     yaml_path: Path
     root: Path
@@ -42,6 +56,14 @@ class YoloSpec:
     class_names: list[str]
     kpt_shape: tuple[int, int] | None
     flip_idx: list[int] | None
+    warnings: list[str] = field(default_factory=list)
+
+    def split_key(self, split: str) -> str | None:
+        """The yaml key that holds ``split`` (``val`` and ``valid`` stand for each other)."""
+        if split in self.splits:
+            return split
+        other = _SPLIT_SYNONYMS.get(split)
+        return other if other in self.splits else None
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
@@ -61,34 +83,17 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
-    """Validate a YOLO dataset yaml.
-
-    ``path`` (optional) is taken relative to the yaml's folder; ``train`` /
-    ``val`` / ``test`` entries are relative to it and must stay inside it.
-
-    Raises:
-        DataError: missing ``names``, a path that escapes the root, a bad
-            ``kpt_shape`` or ``flip_idx``.
-    """
-    data = _load_yaml(yaml_path)
-    base = yaml_path.parent
-    root = base
-    p = data.get("path")
-    if p not in (None, ""):
-        cand = (base / str(p)) if not Path(str(p)).is_absolute() else Path(str(p))
-        if cand.is_dir() and _inside(cand, base):
-            root = cand
-        # A `path` pointing elsewhere (common in yaml files copied from other
-        # machines) is ignored: the folder the user named is the root.
+def _class_names(data: dict[str, Any], yaml_path: Path) -> list[str]:
+    """``names`` as a list or a ``0..K-1`` mapping; ``nc`` alone gives ``class_0 ..``."""
+    nc_raw = data.get("nc")
+    nc = None
+    if nc_raw is not None:
+        try:
+            nc = int(nc_raw)
+        except (TypeError, ValueError):
+            nc = -1
+        if nc <= 0 or isinstance(nc_raw, bool) or float(nc_raw) != nc:
+            raise DataError(f"{yaml_path}: nc={nc_raw!r} is not a positive whole number.", fix="Set nc to the class count, or drop it and list `names`.")
     names_raw = data.get("names")
     if isinstance(names_raw, dict):
         try:
@@ -100,28 +105,38 @@ def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
         class_names = [str(names_raw[k] if k in names_raw else names_raw[str(k)]) for k in keys]
     elif isinstance(names_raw, list):
         class_names = [str(n) for n in names_raw]
+    elif names_raw is None and nc is not None:
+        # Exports that only count their classes: the labels are still 0..nc-1.
+        return [f"class_{i}" for i in range(nc)]
     else:
-        raise DataError(f"{yaml_path}: 'names' is missing or not a list/mapping.", fix="Add `names: [class0, class1, ...]`.")
+        raise DataError(f"{yaml_path}: 'names' is missing or not a list/mapping.", fix="Add `names: [class0, class1, ...]` (or at least `nc: K`).")
     if not class_names:
         raise DataError(f"{yaml_path}: 'names' is empty.", fix="List at least one class.")
-    if "nc" in data and data["nc"] is not None and int(data["nc"]) != len(class_names):
-        raise DataError(f"{yaml_path}: nc={data['nc']} but 'names' has {len(class_names)} entries.", fix="Make nc match names (or drop nc).")
+    if nc is not None and nc != len(class_names):
+        raise DataError(f"{yaml_path}: nc={nc} but 'names' has {len(class_names)} entries.", fix="Make nc match names (or drop nc).")
+    return class_names
+
+
+def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
+    """Validate a YOLO dataset yaml.
+
+    ``path`` (optional) sets the root and ``train`` / ``val`` / ``test``
+    entries are relative to it, by the rule in :mod:`lucidyolo.data.yaml_paths`.
+
+    Raises:
+        DataError: missing ``names`` (and ``nc``), a bad ``kpt_shape`` or
+            ``flip_idx``.
+    """
+    data = _load_yaml(yaml_path)
+    where = dataset_root(yaml_path, data.get("path"))
+    class_names = _class_names(data, yaml_path)
 
     splits: dict[str, list[str]] = {}
-    for split in ("train", "val", "test"):
+    for split in ("train", "val", "valid", "test"):
         v = data.get(split)
-        if v in (None, ""):
+        if v in (None, "") or v == []:
             continue
-        entries = [str(e) for e in (v if isinstance(v, list) else [v])]
-        for e in entries:
-            full = root / e
-            if Path(e).is_absolute() or not _inside(full, root):
-                raise DataError(
-                    f"{yaml_path}: {split} path {e!r} escapes the dataset root {root}.",
-                    why="a dataset yaml may only point inside its own folder.",
-                    fix="Move the data under the root or use a path relative to it.",
-                )
-        splits[split] = entries
+        splits[split] = [str(e) for e in (v if isinstance(v, list) else [v])]
 
     kpt_shape = None
     flip_idx = None
@@ -138,7 +153,7 @@ def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
             if any(fi[fi[i]] != i for i in range(len(fi))):
                 raise DataError(f"{yaml_path}: flip_idx {fi} is not its own inverse (left<->right pairs).")
             flip_idx = fi
-    return YoloSpec(yaml_path, root, splits, class_names, kpt_shape, flip_idx)
+    return YoloSpec(yaml_path, where.root, splits, class_names, kpt_shape, flip_idx, where.warnings)
 
 
 def find_yolo_yaml(root: Path) -> list[Path]:
@@ -153,34 +168,83 @@ def find_yolo_yaml(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
-def _list_images(spec: YoloSpec, split: str) -> list[Path]:
-    entries = spec.splits.get(split)
-    if not entries:
+@dataclass
+class SplitFiles:
+    """The files of one split and how they were found (``lucid data check`` prints both)."""
+
+    images: list[Path]
+    paths: list[SplitPath]
+    notes: list[str]
+
+    @property
+    def description(self) -> str:
+        return ", ".join(["YOLO", *self.notes])
+
+
+def _image_files(folder: Path) -> tuple[list[Path], bool]:
+    """Images below ``folder``, following symlinked sub-folders; True if one was followed.
+
+    ``Path.rglob`` does not descend into symlinked folders, so an image store
+    shared through a link would be silently missing. Each real folder is
+    visited once, so a link cycle ends.
+    """
+    seen: set[str] = set()
+    out: list[Path] = []
+    followed = False
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        followed = followed or any(os.path.islink(os.path.join(dirpath, d)) for d in dirnames)
+        out.extend(q for q in (Path(dirpath) / f for f in filenames) if q.suffix.lower() in IMAGE_SUFFIXES and q.is_file())
+    return sorted(out), followed
+
+
+def list_split(spec: YoloSpec, split: str) -> SplitFiles:
+    """Resolve the entries of ``split`` and list its images (sorted per entry).
+
+    Raises:
+        DataError: no such entry, an entry leaving the root, a list line
+            naming a missing image, or an entry that is neither folder nor list.
+    """
+    key = spec.split_key(split)
+    if key is None:
         raise DataError(f"{spec.yaml_path} has no {split!r} entry.", fix=f"Add `{split}: images/{split}` to the yaml.")
     out: list[Path] = []
-    for e in entries:
-        p = spec.root / e
+    paths: list[SplitPath] = []
+    symlinked = listed = False
+    for e in spec.splits[key]:
+        sp = resolve_split_path(e, spec.root, f"{spec.yaml_path}: {key} path")
+        paths.append(sp)
+        p = sp.path
+        symlinked = symlinked or through_symlink(p, spec.root)
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in IMAGE_SUFFIXES and q.is_file()))
+            found, followed = _image_files(p)
+            out.extend(found)
+            symlinked = symlinked or followed
         elif p.is_file() and p.suffix == ".txt":
+            listed = True
             for ln, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
                 line = line.strip()
                 if not line or line.startswith("#"):
                     continue
-                q = spec.root / line if not Path(line).is_absolute() else Path(line)
-                if not q.exists() and (p.parent / line).exists():
-                    q = p.parent / line
-                if not _inside(q, spec.root):
-                    raise DataError(f"{p}:{ln}: image path {line!r} escapes the dataset root {spec.root}.")
+                q = resolve_split_path(line, spec.root, f"{p}:{ln}: image path", also_relative_to=p.parent).path
                 if not q.is_file():
                     raise DataError(f"{p}:{ln}: image {q} does not exist.", fix="Remove the line or restore the image.")
                 out.append(q)
         else:
             raise DataError(
-                f"{spec.yaml_path}: {split} entry {e!r} resolves to {p}, which is neither a folder nor a .txt list.",
+                f"{spec.yaml_path}: {key} entry {e!r} resolves to {p}, which is neither a folder nor a .txt list.",
                 fix="Point it at an image folder or a .txt file listing images.",
             )
-    return out
+    notes = [n for n, on in (("Roboflow-style export", any(s.export for s in paths)), ("symlinked images", symlinked), ("image list file", listed)) if on]
+    return SplitFiles(out, paths, notes)
+
+
+def _list_images(spec: YoloSpec, split: str) -> list[Path]:
+    return list_split(spec, split).images
 
 
 def label_path_for(image: Path) -> Path:
@@ -338,6 +402,8 @@ def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> Imag
     spec = parse_yolo_yaml(yaml_path)
     if task == "pose" and spec.kpt_shape is None:
         raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for pose.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
+    for message in spec.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
     images = _list_images(spec, split)
     if not images:
         raise DataError(
@@ -351,10 +417,12 @@ def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> Imag
     for i, img in enumerate(images):
         h, w = read_image_size(img)
         classes, rows, _ = _parse_rows(label_path_for(img), task, nc, kpt_shape)
-        rel = img.resolve().relative_to(spec.root.resolve()).as_posix()
+        # As written, not resolved: an image reached through a symlink inside
+        # the root keeps its path under the root.
+        rel = img.relative_to(spec.root).as_posix()
         builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, task, h, w, kpt_shape))
     return builder.build(
-        root=spec.root.resolve(),
+        root=spec.root,
         class_names=spec.class_names,
         category_ids=list(range(nc)),
         flip_idx=spec.flip_idx if task == "pose" else None,
