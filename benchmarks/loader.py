@@ -35,11 +35,11 @@ def _source(data_root: str | None):
     default = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "coco128_coco"
     root = Path(data_root) if data_root else default
     if root.is_dir():
-        return open_source(root, "train", "det"), str(root)
+        return open_source(root, "train", ()), str(root)
     from lucidyolo.data.synth import write_synthetic
 
-    out = write_synthetic(Path(tempfile.mkdtemp()) / "synth", "det", 64, img_size=640, seed=0)
-    return open_source(out, "train", "det"), "synthetic"
+    out = write_synthetic(Path(tempfile.mkdtemp()) / "synth", (), 64, img_size=640, seed=0)
+    return open_source(out, "train", ()), "synthetic"
 
 
 def _loader_rate(source, workers: int, batch: int, batches: int) -> tuple[float, int]:

@@ -14,7 +14,7 @@ app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help
 def check(
     data_root: Path = typer.Option(None, "--data-root", help="Dataset root (COCO container, YOLO root or DOTA root)."),
     layout: str = typer.Option(None, "--layout", help="Force a layout: coco, coco-2017, coco-split, coco-images, coco-export, yolo, dota."),
-    task: str = typer.Option(None, "--task", help="det, seg, obb or pose (default: inferred from the files)."),
+    task: str = typer.Option(None, "--task", help="Task name or alias (default: inferred from the files)."),
     splits: str = typer.Option("train,val", "--splits", help="Comma-separated splits to check."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     decode: bool = typer.Option(False, "--decode", help="Decode every image fully (slow, thorough)."),
@@ -24,14 +24,23 @@ def check(
     val_ann_file: Path = typer.Option(None, "--val-ann-file"),
 ) -> None:
     """Read a dataset the way training will; print counts, the class count and the first bad file:line."""
-    from lucidyolo.data.check import check_dataset
+    from lucidyolo.data.check import check_dataset, infer_fields
     from lucidyolo.errors import DataError
+    from lucidyolo.tasks.registry import get_task, task_for_fields
 
     if data_root is None and train_images is None and val_images is None:
         raise DataError("No dataset given.", fix="Pass --data-root PATH (or --train-images/--train-ann-file).")
+    if task is not None:
+        spec = get_task(task)
+        fields, name = spec.fields, spec.name
+    else:
+        fields = infer_fields(data_root, layout) if data_root is not None and data_root.exists() else ()
+        found = task_for_fields(fields)
+        name = found.name if found is not None else "unknown"
     report = check_dataset(
         data_root,
-        task=task,
+        fields=fields,
+        task=name,
         layout=layout,
         splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
         decode=decode,
@@ -87,7 +96,7 @@ def _print_report(report) -> None:
 @app.command("synth")
 def synth(
     out: Path = typer.Option(..., "--out", help="Folder to write (must be empty or absent)."),
-    task: str = typer.Option("det", "--task", help="det, seg, obb or pose."),
+    task: str = typer.Option("det", "--task", help="Task name or alias (its fields pick the scene and labels)."),
     images: int = typer.Option(64, "--images", help="Total images (train + val)."),
     img_size: int = typer.Option(320, "--img-size", help="Square image side in pixels."),
     seed: int = typer.Option(0, "--seed"),
@@ -96,9 +105,11 @@ def synth(
 ) -> None:
     """Write the synthetic shapes dataset (real image files + COCO JSON or a YOLO root)."""
     from lucidyolo.data.synth import write_synthetic
+    from lucidyolo.tasks.registry import get_task
 
-    root = write_synthetic(out, task, images, img_size, seed, fmt, val_fraction=val_fraction)
-    typer.echo(f"Wrote {images} synthetic {task} images to {root} ({fmt}). Use --data-root {root}")
+    spec = get_task(task)
+    root = write_synthetic(out, spec.fields, images, img_size, seed, fmt, val_fraction=val_fraction)
+    typer.echo(f"Wrote {images} synthetic {spec.name} images to {root} ({fmt}). Use --data-root {root}")
 
 
 @app.command("download")

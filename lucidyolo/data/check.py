@@ -45,6 +45,7 @@ class CheckReport:
 
     data_root: str
     task: str
+    fields: tuple[str, ...]
     splits: list[SplitReport]
     num_classes: int | None
     error: str | None = None
@@ -73,49 +74,50 @@ def image_tail_ok(path: Path) -> bool:
     return (_JPEG_EOI in tail) if suffix in (".jpg", ".jpeg") else (_PNG_IEND in tail)
 
 
-def infer_task(data_root: Path, layout: str | None = None) -> str:
-    """Guess the task of a root: pose if it declares keypoints, obb for DOTA or
-    9-field YOLO rows, seg for polygon rows, else det."""
+def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
+    """Guess the instance fields a root labels: keypoints if it declares them, rotated
+    boxes for DOTA or 9-number YOLO rows, polygons for longer YOLO rows, else none (boxes)."""
     from lucidyolo.data.layouts import coco_candidates, detect_families
 
     try:
-        fam = detect_families(data_root, "train", "det")
+        fam = detect_families(data_root, "train", ())
     except DataError:
-        return "det"
+        return ()
     if "dota" in fam and layout in (None, "dota"):
-        return "obb"
+        return ("rboxes",)
     if "yolo" in fam and layout in (None, "yolo"):
         from lucidyolo.data.yolo import _list_images, label_path_for, parse_yolo_yaml
 
         spec = parse_yolo_yaml(fam["yolo"].yaml)  # type: ignore[arg-type]
         if spec.kpt_shape is not None:
-            return "pose"
+            return ("keypoints", "visibility")
         try:
             images = _list_images(spec, "train")[:50]
         except DataError:
-            return "det"
+            return ()
         for img in images:
             lab = label_path_for(img)
             if lab.is_file():
                 for line in lab.read_text(encoding="utf-8", errors="replace").splitlines():
                     n = len(line.split())
                     if n == 5:
-                        return "det"
+                        return ()
                     if n == 9:
-                        return "obb"
+                        return ("rboxes",)
                     if n > 5:
-                        return "seg"
-        return "det"
+                        return ("polygons",)
+        return ()
     if "coco" not in fam and data_root.is_dir():
-        for _, img, ann in coco_candidates(data_root, "train", "pose"):
+        for _, img, ann in coco_candidates(data_root, "train", ("keypoints",)):
             if img.is_dir() and ann.is_file():
-                return "pose"
-    return "det"
+                return ("keypoints", "visibility")
+    return ()
 
 
 def check_dataset(
     data_root: Path | None,
-    task: str | None = None,
+    fields: tuple[str, ...] | None = None,
+    task: str = "",
     layout: str | None = None,
     splits: tuple[str, ...] = ("train", "val"),
     check_images: bool = True,
@@ -126,7 +128,9 @@ def check_dataset(
 
     Args:
         data_root: dataset root (or ``None`` with explicit paths).
-        task: ``det|seg|obb|pose`` or alias; ``None`` = infer from the files.
+        fields: the task's instance fields (``TaskSpec.fields``); ``None`` =
+            infer from the files (:func:`infer_fields`).
+        task: the task's name, for the report only.
         layout: force a layout.
         splits: splits to look at; a split that does not exist is reported
             as not found (an error only if no split exists).
@@ -138,13 +142,14 @@ def check_dataset(
         The report; never raises :class:`DataError` for problems in the data.
     """
     from lucidyolo.data.layouts import check_same_categories, read_split
-    from lucidyolo.data.source import canonical_task
     from lucidyolo.data.yolo import orphan_labels
 
     root = None if data_root is None else Path(data_root)
     if root is not None and not root.exists():
         raise DataError(f"Dataset root {root} does not exist.", fix="Check the --data-root path.")
-    task = canonical_task(task) if task else (infer_task(root, layout) if root is not None else "det")
+    if fields is None:
+        fields = infer_fields(root, layout) if root is not None else ()
+    fields = tuple(fields)
     explicit = {k: v for k, v in explicit_paths.items() if v is not None}
     reports: list[SplitReport] = []
     sources = {}
@@ -157,7 +162,7 @@ def check_dataset(
             from lucidyolo.data.layouts import detect_families
 
             try:
-                fams = detect_families(root, split, task)
+                fams = detect_families(root, split, fields)
             except DataError as exc:
                 rep.error = str(exc)
                 continue
@@ -169,7 +174,7 @@ def check_dataset(
             # each distinct warning once instead of a Python warning line.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                src = read_split(root, split, task, layout=layout, explicit_paths=explicit)
+                src = read_split(root, split, fields, layout=layout, explicit_paths=explicit)
         except DataError as exc:
             rep.error = str(exc)
             continue
@@ -181,7 +186,7 @@ def check_dataset(
         rep.layout = src.layout
         rep.layout_description, rep.paths = src.layout, []
         if not has_explicit and root is not None:
-            rep.layout_description, rep.paths = _describe(root, split, task, layout)
+            rep.layout_description, rep.paths = _describe(root, split, fields, layout)
         rep.images = len(src)
         rep.instances = src.num_instances
         rep.background_images = int((src.instances_per_image() == 0).sum())
@@ -194,7 +199,7 @@ def check_dataset(
         if src.layout == "yolo" and root is not None:
             from lucidyolo.data.layouts import resolve
 
-            yaml_path = resolve(root, split, task, layout).yaml
+            yaml_path = resolve(root, split, fields, layout).yaml
             assert yaml_path is not None
             orphans = orphan_labels(yaml_path, split)
             if orphans:
@@ -214,7 +219,7 @@ def check_dataset(
     if not any(r.found for r in reports):
         err = err or f"No split of {root} was found."
     num_classes = next((src.num_classes for src in found.values()), None)
-    return CheckReport(str(root) if root is not None else "", task, reports, num_classes, err)
+    return CheckReport(str(root) if root is not None else "", task, fields, reports, num_classes, err)
 
 
 def _yolo_lacks_split(fams: dict, split: str, layout: str | None) -> bool:
@@ -229,11 +234,11 @@ def _yolo_lacks_split(fams: dict, split: str, layout: str | None) -> bool:
         return False  # reading the split reports the problem
 
 
-def _describe(root: Path, split: str, task: str, layout: str | None) -> tuple[str, list[str]]:
+def _describe(root: Path, split: str, fields: tuple[str, ...], layout: str | None) -> tuple[str, list[str]]:
     """The recognised layout in words and the folders / files the split is read from."""
     from lucidyolo.data.layouts import resolve
 
-    r = resolve(root, split, task, layout)
+    r = resolve(root, split, fields, layout)
     if r.layout == "yolo":
         from lucidyolo.data.yolo import list_split, parse_yolo_yaml
 

@@ -1,4 +1,4 @@
-"""COCO JSON reader (instances and person_keypoints) for all four tasks.
+"""COCO JSON reader (instances and person_keypoints) for every field a task can read.
 
 Reads one annotation file plus its image folder into an
 :class:`~lucidyolo.data.source.ImageSource`. Category ids are sorted and
@@ -61,10 +61,10 @@ def keypoint_flip_idx(names: list[str]) -> list[int]:
     return flip
 
 
-def coco_categories(data: dict[str, Any], task: str, ann_file: Path) -> tuple[list[int], list[str], list[str] | None]:
+def coco_categories(data: dict[str, Any], fields: tuple[str, ...], ann_file: Path) -> tuple[list[int], list[str], list[str] | None]:
     """Sorted category ids, names and (pose) keypoint names of a COCO file."""
     cats = data["categories"]
-    if task == "pose":
+    if "keypoints" in fields:
         cats = [c for c in cats if c.get("keypoints")]
         if not cats:
             raise DataError(
@@ -80,7 +80,7 @@ def coco_categories(data: dict[str, Any], task: str, ann_file: Path) -> tuple[li
     if len(set(ids)) != len(ids):
         raise DataError(f"{ann_file}: duplicate category ids {ids}.", fix="Give every category a unique id.")
     names = [str(c.get("name", c["id"])) for c in cats]
-    kp_names = list(cats[0]["keypoints"]) if task == "pose" else None
+    kp_names = list(cats[0]["keypoints"]) if "keypoints" in fields else None
     return ids, names, kp_names
 
 
@@ -91,7 +91,7 @@ def _bad(ann_file: Path, ann: dict[str, Any], what: str, fix: str) -> DataError:
 def read_coco(
     images_dir: Path,
     ann_file: Path,
-    task: str,
+    fields: tuple[str, ...],
     *,
     name: str = "",
     layout: str = "coco",
@@ -103,7 +103,9 @@ def read_coco(
         images_dir: folder the ``file_name`` entries are relative to.
         ann_file: ``instances_*.json`` (det/seg/obb) or
             ``person_keypoints_*.json`` (pose).
-        task: ``det | seg | obb | pose``.
+        fields: the task's instance fields: ``polygons`` keeps segmentation
+            rings, ``rboxes`` fits rotated boxes to them, ``keypoints`` reads
+            keypoints (person_keypoints files).
         name: description for messages.
         layout: layout name recorded on the source.
         check_files: fail when an image listed in the JSON is missing.
@@ -116,7 +118,7 @@ def read_coco(
             missing images.
     """
     data = load_coco_json(ann_file)
-    cat_ids, class_names, kp_names = coco_categories(data, task, ann_file)
+    cat_ids, class_names, kp_names = coco_categories(data, fields, ann_file)
     label_of = {c: i for i, c in enumerate(cat_ids)}
     all_cat_ids = {int(c["id"]) for c in data["categories"]}
     k = len(kp_names) if kp_names is not None else None
@@ -140,7 +142,7 @@ def read_coco(
         per_image[j].append(ann)
     del data
 
-    builder = SourceBuilder(task, num_keypoints=k)
+    builder = SourceBuilder(fields, num_keypoints=k)
     for j, im in enumerate(images):
         rel = str(im["file_name"])
         h, w = int(im.get("height", 0)), int(im.get("width", 0))
@@ -152,7 +154,7 @@ def read_coco(
                 why="annotations for a missing image cannot be trained on.",
                 fix="Download the missing images or point the layout at the right folder.",
             )
-        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], task, h, w, label_of, k, ann_file))
+        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, k, ann_file))
         per_image[j] = []  # free as we go
     flip = keypoint_flip_idx(kp_names) if kp_names is not None else None
     return builder.build(
@@ -168,7 +170,7 @@ def read_coco(
 
 def _image_targets(
     anns: list[dict[str, Any]],
-    task: str,
+    fields: tuple[str, ...],
     h: int,
     w: int,
     label_of: dict[int, int],
@@ -193,7 +195,7 @@ def _image_targets(
         if x2 - x1 <= 0 or y2 - y1 <= 0:
             continue  # empty after clamping: nothing to learn from
         inst_rings: list[np.ndarray] = []
-        if task in ("seg", "obb"):
+        if "polygons" in fields or "rboxes" in fields:
             seg = ann.get("segmentation")
             if isinstance(seg, list):
                 for ring in seg:
@@ -202,7 +204,7 @@ def _image_targets(
                         if not np.all(np.isfinite(arr)):
                             raise _bad(ann_file, ann, "segmentation contains NaN or infinity.", "Fix or remove the annotation.")
                         inst_rings.append(arr.reshape(-1, 2))
-            if task == "seg" and not inst_rings:
+            if "polygons" in fields and not inst_rings:
                 # Non-crowd RLE or empty polygons: no ring to train the mask on.
                 continue
         n = len(boxes)
@@ -218,9 +220,9 @@ def _image_targets(
                 raise _bad(ann_file, ann, f"has {kp.size} keypoint numbers, expected {3 * k} (K={k} x 3).", "Write x, y, v for every keypoint.")
             kps.append(kp.reshape(k, 3))
     n = len(boxes)
-    polys = Polygons.from_rings(rings, owners) if task in ("seg", "obb") else None
+    polys = Polygons.from_rings(rings, owners) if ("polygons" in fields or "rboxes" in fields) else None
     rboxes = None
-    if task == "obb":
+    if "rboxes" in fields:
         rboxes = min_area_rboxes_of_polygons(polys, n) if polys is not None else np.zeros((n, 5), np.float32)
         # Annotations without a ring fall back to their axis-aligned box.
         no_ring = np.ones(n, bool)

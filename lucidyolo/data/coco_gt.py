@@ -42,7 +42,7 @@ def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, A
         return data
 
     cats: list[dict[str, Any]] = [{"id": cid, "name": n} for cid, n in zip(source.category_ids, source.class_names, strict=True)]
-    if source.task == "pose" and source.num_keypoints:
+    if "keypoints" in source.fields and source.num_keypoints:
         for c in cats:
             c["keypoints"] = [f"kp{k}" for k in range(source.num_keypoints)]
             c["skeleton"] = []

@@ -94,7 +94,7 @@ class TrainDataset(Dataset):
             self.cache: DecodedImageCache | None = cache_images
         else:
             self.cache = DecodedImageCache(source, self._decode) if cache_images else None
-        flip_idx = source.flip_idx if source.task == "pose" else None
+        flip_idx = source.flip_idx if "keypoints" in source.fields else None
         self.augment = TrainAugment(
             len(source), self._load, source.targets, self.img_size, self.strengths, flip_idx, device_hsv
         )

@@ -102,7 +102,7 @@ def parse_dota_label_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarra
     )
 
 
-def dota_targets(corners: np.ndarray, labels: np.ndarray, difficult: np.ndarray, task: str, h: int, w: int) -> Targets:
+def dota_targets(corners: np.ndarray, labels: np.ndarray, difficult: np.ndarray, fields: tuple[str, ...], h: int, w: int) -> Targets:
     """Targets of one scene from its corner rings (clipped to the image)."""
     c = np.clip(corners, 0, np.array([w, h], np.float32))
     boxes = corners_to_xyxy(c)
@@ -111,26 +111,27 @@ def dota_targets(corners: np.ndarray, labels: np.ndarray, difficult: np.ndarray,
         boxes=boxes,
         labels=labels,
         difficult=difficult,
-        polygons=corners_to_polygons(c) if task == "seg" else None,
-        rboxes=corners_to_rbox(c) if task == "obb" else None,
+        polygons=corners_to_polygons(c) if "polygons" in fields else None,
+        rboxes=corners_to_rbox(c) if "rboxes" in fields else None,
     )
     return t if keep.all() else t.filter(keep)
 
 
-def read_dota(split_dir: Path, task: str, *, name: str = "") -> ImageSource:
+def read_dota(split_dir: Path, fields: tuple[str, ...], *, name: str = "") -> ImageSource:
     """Read a DOTA split folder holding ``images/`` and ``labelTxt/``.
 
     Args:
         split_dir: e.g. ``/data/dota/train``.
-        task: ``det | seg | obb`` (DOTA has no keypoints).
+        fields: the task's instance fields (``polygons`` and ``rboxes`` are
+            read from the corners; DOTA has no keypoints).
         name: description for messages.
 
     Raises:
-        DataError: pose requested, no images, a label without its image, a bad
+        DataError: keypoints requested, no images, a label without its image, a bad
             row or class (``file:line``).
     """
-    if task == "pose":
-        raise DataError("DOTA has no keypoints, so it cannot be read for pose.", fix="Use --task obb (or det/seg).")
+    if "keypoints" in fields:
+        raise DataError("DOTA has no keypoints, so it cannot be read for a keypoint task.", fix="Use --task obb (or det/seg).")
     img_dir, lab_dir = split_dir / "images", split_dir / "labelTxt"
     images = sorted(p for p in img_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
     if not images:
@@ -143,12 +144,12 @@ def read_dota(split_dir: Path, task: str, *, name: str = "") -> ImageSource:
                 why="a label for a missing image cannot be trained on.",
                 fix="Restore the image or delete the label file.",
             )
-    builder = SourceBuilder(task)
+    builder = SourceBuilder(fields)
     for i, img in enumerate(images):
         h, w = read_image_size(img)
         lab = lab_dir / f"{img.stem}.txt"
         # No label file = background scene.
-        t = dota_targets(*parse_dota_label_file(lab), task, h, w) if lab.is_file() else None
+        t = dota_targets(*parse_dota_label_file(lab), fields, h, w) if lab.is_file() else None
         builder.add(img.name, i, (h, w), t)
     return builder.build(
         root=img_dir.resolve(),

@@ -41,14 +41,14 @@ class Resolved:
     looked_for: list[str] = field(default_factory=list)
 
 
-def ann_prefix(task: str) -> str:
-    """Annotation file prefix of a task (pose reads person_keypoints by convention)."""
-    return "person_keypoints" if task == "pose" else "instances"
+def ann_prefix(fields: tuple[str, ...]) -> str:
+    """Annotation file prefix: a task reading keypoints reads ``person_keypoints`` by COCO convention."""
+    return "person_keypoints" if "keypoints" in fields else "instances"
 
 
-def coco_candidates(root: Path, split: str, task: str) -> list[tuple[str, Path, Path]]:
+def coco_candidates(root: Path, split: str, fields: tuple[str, ...]) -> list[tuple[str, Path, Path]]:
     """``(layout, images_dir, ann_file)`` of the four COCO conventions, in probe order."""
-    pre = ann_prefix(task)
+    pre = ann_prefix(fields)
     out = [
         ("coco-2017", root / f"{split}2017", root / "annotations" / f"{pre}_{split}2017.json"),
         ("coco-split", root / split, root / "annotations" / f"{pre}_{split}.json"),
@@ -68,13 +68,13 @@ def _rel(p: Path, root: Path) -> str:
         return str(p)
 
 
-def detect_families(root: Path, split: str, task: str) -> dict[str, Resolved]:
+def detect_families(root: Path, split: str, fields: tuple[str, ...]) -> dict[str, Resolved]:
     """Every convention family (``coco``, ``yolo``, ``dota``) the root matches for a split."""
     from lucidyolo.data.yolo import find_yolo_yaml
 
     found: dict[str, Resolved] = {}
     if root.is_dir():
-        for name, img, ann in coco_candidates(root, split, task):
+        for name, img, ann in coco_candidates(root, split, fields):
             if img.is_dir() and ann.is_file():
                 found["coco"] = Resolved(name, images=img, ann_file=ann)
                 break
@@ -97,15 +97,15 @@ def detect_families(root: Path, split: str, task: str) -> dict[str, Resolved]:
     return found
 
 
-def looked_for(root: Path, split: str, task: str) -> list[str]:
+def looked_for(root: Path, split: str, fields: tuple[str, ...]) -> list[str]:
     """Human-readable list of every path pattern probed for a split."""
-    out = [f"{_rel(i, root)}/ + {_rel(a, root)}" for _, i, a in coco_candidates(root, split, task)]
+    out = [f"{_rel(i, root)}/ + {_rel(a, root)}" for _, i, a in coco_candidates(root, split, fields)]
     out.append("data.yaml or *.yaml (YOLO root)")
     out.append(f"{split}/images/ + {split}/labelTxt/ (DOTA)" + (" or images/ + labelTxt/" if split == "train" else ""))
     return out
 
 
-def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Resolved:
+def resolve(root: Path, split: str, fields: tuple[str, ...], layout: str | None = None) -> Resolved:
     """Pick the convention of ``root`` for ``split``.
 
     Raises:
@@ -117,7 +117,7 @@ def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Res
     if not root.exists():
         raise DataError(f"Dataset root {root} does not exist.", fix="Check the --data-root path.")
     if layout in COCO_LAYOUTS:
-        named = [(img, ann) for name, img, ann in coco_candidates(root, split, task) if name == layout]
+        named = [(img, ann) for name, img, ann in coco_candidates(root, split, fields) if name == layout]
         for img, ann in named:
             if img.is_dir() and ann.is_file():
                 return Resolved(layout, images=img, ann_file=ann)
@@ -127,13 +127,13 @@ def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Res
             f"{'the folder' if not img.is_dir() else 'the annotation file'} is missing.",
             fix="Pick the layout that matches the files, or omit --data.layout to detect it.",
         )
-    families = detect_families(root, split, task)
+    families = detect_families(root, split, fields)
     if layout is not None:
         fam = "coco" if layout in ("coco", *COCO_LAYOUTS) else layout
         if fam not in families:
             raise DataError(
                 f"{root} does not look like a {layout} dataset for split {split!r}.",
-                why="looked for: " + "; ".join(looked_for(root, split, task)),
+                why="looked for: " + "; ".join(looked_for(root, split, fields)),
                 fix="Pick the layout that matches the files, or omit the layout to detect it.",
             )
         return families[fam]
@@ -145,8 +145,8 @@ def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Res
         )
     if not families:
         raise DataError(
-            f"{root} matches no dataset convention for split {split!r} (task {task}).",
-            why="looked for: " + "; ".join(looked_for(root, split, task)),
+            f"{root} matches no dataset convention for split {split!r}.",
+            why="looked for: " + "; ".join(looked_for(root, split, fields)),
             fix="Arrange the files in one of these layouts or pass explicit train_images/train_ann_file paths.",
         )
     return next(iter(families.values()))
@@ -155,7 +155,7 @@ def resolve(root: Path, split: str, task: str, layout: str | None = None) -> Res
 def read_split(
     data_root: Path | None,
     split: str,
-    task: str,
+    fields: tuple[str, ...],
     *,
     layout: str | None = None,
     explicit_paths: dict[str, Path | str] | None = None,
@@ -175,28 +175,28 @@ def read_split(
             raise DataError(f"{img_key} {img} is not a folder.")
         from lucidyolo.data.coco import read_coco
 
-        return read_coco(img, ann, task, name=f"{ann} [{split}]", layout="coco-explicit")
+        return read_coco(img, ann, fields, name=f"{ann} [{split}]", layout="coco-explicit")
     if data_root is None:
         raise DataError(
             f"No dataset for split {split!r}: neither a data root nor {img_key}/{ann_key} was given.",
             fix="Pass --data-root, or omit it to use the built-in synthetic set.",
         )
-    r = resolve(data_root, split, task, layout)
+    r = resolve(data_root, split, fields, layout)
     name = f"{data_root} [{split}]"
     if r.layout == "yolo":
         from lucidyolo.data.yolo import read_yolo
 
         assert r.yaml is not None
-        return read_yolo(r.yaml, split, task, name=name)
+        return read_yolo(r.yaml, split, fields, name=name)
     if r.layout == "dota":
         from lucidyolo.data.dota import read_dota
 
         assert r.split_dir is not None
-        return read_dota(r.split_dir, task, name=name)
+        return read_dota(r.split_dir, fields, name=name)
     from lucidyolo.data.coco import read_coco
 
     assert r.images is not None and r.ann_file is not None
-    return read_coco(r.images, r.ann_file, task, name=name, layout=r.layout)
+    return read_coco(r.images, r.ann_file, fields, name=name, layout=r.layout)
 
 
 def check_same_categories(train: ImageSource, val: ImageSource) -> None:
@@ -220,18 +220,15 @@ def check_same_categories(train: ImageSource, val: ImageSource) -> None:
 
 def open_splits(
     data_root: Path | str | None,
-    task: str,
+    fields: tuple[str, ...],
     splits: tuple[str, ...] = ("train", "val"),
     layout: str | None = None,
     **explicit_paths: Path | str | None,
 ) -> dict[str, ImageSource]:
     """Read several splits of one dataset and check they share categories."""
-    from lucidyolo.data.source import canonical_task
-
-    task = canonical_task(task)
     root = None if data_root is None else Path(data_root)
     exp = {k: v for k, v in explicit_paths.items() if v is not None}
-    out = {s: read_split(root, s, task, layout=layout, explicit_paths=exp) for s in splits}
+    out = {s: read_split(root, s, fields, layout=layout, explicit_paths=exp) for s in splits}
     first = out[splits[0]]
     for s in splits[1:]:
         check_same_categories(first, out[s])

@@ -19,42 +19,19 @@ import numpy as np
 from lucidyolo.data.image_io import read_image
 from lucidyolo.structures.targets import Polygons, Targets
 
-TASKS = ("det", "seg", "obb", "pose")
-TASK_ALIASES = {
-    "det": "det",
-    "detect": "det",
-    "seg": "seg",
-    "segment": "seg",
-    "obb": "obb",
-    "oriented": "obb",
-    "pose": "pose",
-    "keypoints": "pose",
-}
-
-
-def canonical_task(task: str) -> str:
-    """Map a task name or alias (``detect``, ``segment``, ...) to ``det|seg|obb|pose``."""
-    from lucidyolo.errors import ConfigError
-
-    try:
-        return TASK_ALIASES[task]
-    except KeyError:
-        raise ConfigError(
-            f"Unknown task {task!r}.",
-            fix=f"Use one of {', '.join(sorted(TASK_ALIASES))}.",
-        ) from None
-
 
 class ImageSource:
     """One split of one dataset: image paths, sizes and per-image targets.
 
     Attributes:
-        task: ``"det" | "seg" | "obb" | "pose"``.
+        fields: the instance fields read beyond boxes/labels/difficult
+            (the task's ``TaskSpec.fields``: ``polygons``, ``rboxes``,
+            ``keypoints``); they pick the label format of YOLO rows.
         class_names: class names in contiguous label order.
         category_ids: the dataset's own category id of each contiguous label
             (COCO ids; ``0..C-1`` for YOLO and DOTA roots).
-        num_keypoints: K for pose, else ``None``.
-        flip_idx: pose horizontal-flip permutation of the K keypoints;
+        num_keypoints: K when keypoints are read, else ``None``.
+        flip_idx: horizontal-flip permutation of the K keypoints;
             ``None`` means flipping is not allowed.
         ann_file: the COCO JSON this split was read from, if any (evaluation
             reuses it so crowd and RLE annotations count as in pycocotools).
@@ -65,7 +42,7 @@ class ImageSource:
     def __init__(
         self,
         *,
-        task: str,
+        fields: tuple[str, ...],
         class_names: list[str],
         category_ids: list[int],
         root: Path,
@@ -86,7 +63,7 @@ class ImageSource:
         name: str = "",
         layout: str = "",
     ) -> None:
-        self.task = task
+        self.fields = tuple(fields)
         self.class_names = list(class_names)
         self.category_ids = [int(c) for c in category_ids]
         self.num_keypoints = num_keypoints
@@ -199,7 +176,7 @@ class ImageSource:
 
     def __repr__(self) -> str:
         return (
-            f"ImageSource({self.name!r}, task={self.task}, images={len(self)}, "
+            f"ImageSource({self.name!r}, fields={self.fields}, images={len(self)}, "
             f"instances={self.num_instances}, classes={self.num_classes})"
         )
 
@@ -212,7 +189,7 @@ class SourceBuilder:
     concatenates them into flat arrays and the builder is dropped.
     """
 
-    task: str
+    fields: tuple[str, ...]
     num_keypoints: int | None = None
     _paths: list[bytes] = field(default_factory=list)
     _ids: list[int] = field(default_factory=list)
@@ -222,7 +199,7 @@ class SourceBuilder:
     def add(self, rel_path: str, image_id: int, hw: tuple[int, int], targets: Targets | None = None) -> None:
         """Register one image; ``targets=None`` means a background image."""
         if targets is None:
-            targets = Targets.empty_for_task(self.task, self.num_keypoints)
+            targets = Targets.empty_for_fields(self.fields, self.num_keypoints)
         self._paths.append(rel_path.encode("utf-8"))
         self._ids.append(int(image_id))
         self._hw.append((int(hw[0]), int(hw[1])))
@@ -243,14 +220,14 @@ class SourceBuilder:
         layout: str = "",
     ) -> ImageSource:
         """Pack everything added so far into an :class:`ImageSource`."""
-        template = Targets.empty_for_task(self.task, self.num_keypoints)
+        template = Targets.empty_for_fields(self.fields, self.num_keypoints)
         parts = self._targets or [template]
         joined = Targets.concat(parts) if self._targets else template
         counts = np.array([len(t) for t in self._targets], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         paths = np.array(self._paths, dtype=np.bytes_) if self._paths else np.zeros(0, dtype="S1")
         return ImageSource(
-            task=self.task,
+            fields=tuple(self.fields),
             class_names=class_names,
             category_ids=category_ids,
             root=root,
@@ -265,7 +242,7 @@ class SourceBuilder:
             rboxes=joined.rboxes,
             keypoints=joined.keypoints,
             visibility=joined.visibility,
-            num_keypoints=self.num_keypoints if self.task == "pose" else None,
+            num_keypoints=self.num_keypoints if "keypoints" in self.fields else None,
             flip_idx=flip_idx,
             ann_file=ann_file,
             name=name,
@@ -276,7 +253,7 @@ class SourceBuilder:
 def open_source(
     data_root: Path | str | None,
     split: str,
-    task: str,
+    fields: tuple[str, ...] = (),
     layout: str | None = None,
     **explicit_paths: Path | str | None,
 ) -> ImageSource:
@@ -286,7 +263,8 @@ def open_source(
         data_root: dataset root (COCO container, YOLO root or DOTA root);
             ``None`` when explicit paths are given.
         split: ``"train"`` or ``"val"`` (any name the layout has).
-        task: ``det | seg | obb | pose`` or an alias.
+        fields: the task's instance fields (``TaskSpec.fields``); they pick
+            the label format and the annotation file convention.
         layout: force a layout (``coco``, ``coco-2017``, ``coco-split``,
             ``coco-images``, ``coco-export``, ``yolo``, ``dota``) when a root
             matches several; ``None`` = detect.
@@ -305,7 +283,7 @@ def open_source(
     return read_split(
         None if data_root is None else Path(data_root),
         split,
-        canonical_task(task),
+        tuple(fields),
         layout=layout,
         explicit_paths={k: v for k, v in explicit_paths.items() if v is not None},
     )

@@ -1,6 +1,6 @@
-"""Synthetic shapes dataset: real image files + COCO JSON or a YOLO root, for every task.
+"""Synthetic shapes dataset: real image files + COCO JSON or a YOLO root, for every field a task reads.
 
-Scenes are coloured geometric shapes on a noisy, textured background. The task
+Scenes are coloured geometric shapes on a noisy, textured background. The set
 is deliberately learnable by a tiny model in minutes on a CPU: each class has
 its own shape *and* hue, objects span 8-40 % of the image side and barely
 overlap. Used by tests, the overfit gates and the default ``lucid fit`` run;
@@ -91,7 +91,7 @@ def _place(rng: np.random.Generator, size: int, placed: list[tuple[float, float,
     return None
 
 
-def _scene(task: str, size: int, rng: np.random.Generator) -> tuple[np.ndarray, list[_Obj]]:
+def _scene(fields: tuple[str, ...], size: int, rng: np.random.Generator) -> tuple[np.ndarray, list[_Obj]]:
     img = Image.fromarray(_background(rng, size))
     draw = ImageDraw.Draw(img)
     objs: list[_Obj] = []
@@ -102,10 +102,10 @@ def _scene(task: str, size: int, rng: np.random.Generator) -> tuple[np.ndarray, 
             break
         cx, cy, r = spot
         placed.append(spot)
-        label = int(rng.integers(0, 1 if task == "pose" else 4))
+        label = int(rng.integers(0, 1 if "keypoints" in fields else 4))
         colour = tuple(int(v) for v in np.clip(_HUES[label] + rng.normal(0, 12, 3), 0, 255))
         rot = float(rng.uniform(0, 2 * np.pi))
-        if task == "obb":
+        if "rboxes" in fields:
             aspect = _OBB_ASPECT[label]
             w = 2 * r
             h = w / aspect
@@ -113,7 +113,7 @@ def _scene(task: str, size: int, rng: np.random.Generator) -> tuple[np.ndarray, 
             ring = rbox_to_corners(rb[None])[0].astype(np.float64)
             draw.polygon([tuple(p) for p in ring], fill=colour)
             objs.append(_Obj(label, ring, rbox=rb))
-        elif task == "pose":
+        elif "keypoints" in fields:
             tilt = float(rng.uniform(-0.35, 0.35))
             c, s = np.cos(tilt), np.sin(tilt)
             local = np.vstack([_SYMBOL, [[0.0, -0.3]]]) * r  # 8th point: body centre (not a keypoint)
@@ -167,31 +167,33 @@ def _coco_ann(o: _Obj, ann_id: int, image_id: int, size: int) -> dict:
     return ann
 
 
-def _yolo_row(o: _Obj, task: str, size: int) -> str:
+def _yolo_row(o: _Obj, fields: tuple[str, ...], size: int) -> str:
     def f(v: np.ndarray) -> str:
         return " ".join(f"{float(t):.6f}" for t in np.asarray(v).reshape(-1))
 
     ring = _clip_ring(o.ring, size) / size
-    if task == "seg":
+    if "polygons" in fields:
         return f"{o.label} {f(ring)}"
-    if task == "obb":
+    if "rboxes" in fields:
         return f"{o.label} {f(ring)}"
     lo, hi = ring.min(0), ring.max(0)
     box = np.concatenate([(lo + hi) / 2, hi - lo])
-    if task == "pose":
+    if "keypoints" in fields:
         assert o.kpts is not None
         kp = np.concatenate([o.kpts / size, np.full((len(o.kpts), 1), 2.0)], 1)
         return f"{o.label} {f(box)} {f(kp)}"
     return f"{o.label} {f(box)}"
 
 
-def _class_names(task: str) -> list[str]:
-    return {"obb": OBB_CLASSES, "pose": POSE_CLASSES}.get(task, SHAPE_CLASSES)
+def _class_names(fields: tuple[str, ...]) -> list[str]:
+    if "rboxes" in fields:
+        return list(OBB_CLASSES)
+    return list(POSE_CLASSES) if "keypoints" in fields else list(SHAPE_CLASSES)
 
 
-def _categories(task: str) -> list[dict]:
-    cats = [{"id": i + 1, "name": n, "supercategory": "shape"} for i, n in enumerate(_class_names(task))]
-    if task == "pose":
+def _categories(fields: tuple[str, ...]) -> list[dict]:
+    cats = [{"id": i + 1, "name": n, "supercategory": "shape"} for i, n in enumerate(_class_names(fields))]
+    if "keypoints" in fields:
         cats[0]["keypoints"] = list(KEYPOINT_NAMES)
         cats[0]["skeleton"] = [[a + 1, b + 1] for a, b in ((0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 6))]
     return cats
@@ -199,7 +201,7 @@ def _categories(task: str) -> list[dict]:
 
 def write_synthetic(
     out: Path | str,
-    task: str,
+    fields: tuple[str, ...],
     num_images: int,
     img_size: int = 320,
     seed: int = 0,
@@ -213,7 +215,9 @@ def write_synthetic(
     Args:
         out: target folder (created; must be empty or a previous synthetic
             set with identical parameters, which is then reused as is).
-        task: ``det | seg | obb | pose``.
+        fields: the task's instance fields; they pick the scene kind
+            (``rboxes``: elongated rotated shapes, ``keypoints``: 7-point symbols,
+            ``polygons``: polygon labels, none: boxes) and the label format.
         num_images: total images (train + val).
         img_size: square image side S in pixels.
         seed: generator seed; the same arguments give byte-identical files.
@@ -230,9 +234,7 @@ def write_synthetic(
         DataError: bad arguments, or ``out`` is a non-empty folder that is not
             the same synthetic set.
     """
-    from lucidyolo.data.source import canonical_task
-
-    task = canonical_task(task)
+    fields = tuple(fields)
     if fmt not in _FORMATS:
         raise DataError(f"Unknown synthetic format {fmt!r}.", fix="Use coco or yolo.")
     if num_images < 2:
@@ -245,7 +247,7 @@ def write_synthetic(
         raise DataError(f"image_format {image_format!r} must be jpg or png.")
     out = Path(out)
     params = {
-        "task": task, "num_images": num_images, "img_size": img_size, "seed": seed, "fmt": fmt,
+        "fields": list(fields), "num_images": num_images, "img_size": img_size, "seed": seed, "fmt": fmt,
         "val_fraction": val_fraction, "coco_layout": coco_layout, "image_format": image_format, "version": 1,
     }  # fmt: skip
     marker = out / _MARKER
@@ -268,9 +270,9 @@ def write_synthetic(
     tmp = Path(tempfile.mkdtemp(prefix=".synth-", dir=out.parent))
     try:
         for split, idx in splits.items():
-            _write_split(tmp, split, idx, task, img_size, seed, fmt, coco_layout, image_format)
+            _write_split(tmp, split, idx, fields, img_size, seed, fmt, coco_layout, image_format)
         if fmt == "yolo":
-            _write_yaml(tmp, task)
+            _write_yaml(tmp, fields)
         (tmp / _MARKER).write_text(json.dumps(params, sort_keys=True))
         if out.exists():
             out.rmdir()
@@ -281,7 +283,7 @@ def write_synthetic(
     return out
 
 
-def _write_split(root: Path, split: str, idx: range, task: str, size: int, seed: int, fmt: str, coco_layout: int, ext: str) -> None:
+def _write_split(root: Path, split: str, idx: range, fields: tuple[str, ...], size: int, seed: int, fmt: str, coco_layout: int, ext: str) -> None:
     if fmt == "coco":
         img_dir = root / (f"{split}2017" if coco_layout == 1 else split)
     else:
@@ -291,7 +293,7 @@ def _write_split(root: Path, split: str, idx: range, task: str, size: int, seed:
     images, anns = [], []
     for i in idx:
         rng = np.random.default_rng([seed, i])
-        pixels, objs = _scene(task, size, rng)
+        pixels, objs = _scene(fields, size, rng)
         fname = f"{i:06d}.{ext}"
         im = Image.fromarray(pixels)
         if ext == "jpg":
@@ -303,26 +305,26 @@ def _write_split(root: Path, split: str, idx: range, task: str, size: int, seed:
             for o in objs:
                 anns.append(_coco_ann(o, len(anns) + 1, i + 1, size))
         else:
-            rows = [_yolo_row(o, task, size) for o in objs]
+            rows = [_yolo_row(o, fields, size) for o in objs]
             (root / "labels" / split / f"{i:06d}.txt").write_text("".join(r + "\n" for r in rows))
     if fmt == "coco":
-        pre = "person_keypoints" if task == "pose" else "instances"
+        pre = "person_keypoints" if "keypoints" in fields else "instances"
         suffix = f"{split}2017" if coco_layout == 1 else split
         (root / "annotations").mkdir(exist_ok=True)
         doc = {
-            "info": {"description": f"lucid-yolo synthetic shapes ({task})"},
+            "info": {"description": f"lucid-yolo synthetic shapes ({', '.join(fields) or 'boxes'})"},
             "images": images,
             "annotations": anns,
-            "categories": _categories(task),
+            "categories": _categories(fields),
         }
         (root / "annotations" / f"{pre}_{suffix}.json").write_text(json.dumps(doc))
 
 
-def _write_yaml(root: Path, task: str) -> None:
+def _write_yaml(root: Path, fields: tuple[str, ...]) -> None:
     lines = ["# lucid-yolo synthetic shapes", "path: .", "train: images/train", "val: images/val"]
-    if task == "pose":
+    if "keypoints" in fields:
         lines.append(f"kpt_shape: [{len(KEYPOINT_NAMES)}, 3]")
         lines.append(f"flip_idx: {FLIP_IDX}")
     lines.append("names:")
-    lines.extend(f"  {i}: {n}" for i, n in enumerate(_class_names(task)))
+    lines.extend(f"  {i}: {n}" for i, n in enumerate(_class_names(fields)))
     (root / "data.yaml").write_text("\n".join(lines) + "\n")

@@ -267,7 +267,19 @@ def _parse_float(tok: str, where: str) -> float:
     return v
 
 
-def _parse_rows(path: Path, task: str, nc: int, kpt_shape: tuple[int, int] | None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
+GEOMETRY_FIELDS = ("polygons", "rboxes", "keypoints")
+"""The fields whose presence picks a YOLO row format; with none of them rows are boxes (or polygons kept as boxes)."""
+
+
+def _boxes_only(fields: tuple[str, ...]) -> bool:
+    return not any(f in fields for f in GEOMETRY_FIELDS)
+
+
+def _row_kind(fields: tuple[str, ...]) -> str:
+    return next((f"{f[:-1] if f.endswith('s') else f}" for f in GEOMETRY_FIELDS if f in fields), "box")
+
+
+def _parse_rows(path: Path, fields: tuple[str, ...], nc: int, kpt_shape: tuple[int, int] | None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
     """Parse one label file into (classes, per-row float arrays, locations)."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -284,13 +296,13 @@ def _parse_rows(path: Path, task: str, nc: int, kpt_shape: tuple[int, int] | Non
             continue
         where = f"{path}:{ln}"
         n = len(toks)
-        if task == "det":
+        if _boxes_only(fields):
             ok = n == 5 or (n >= 7 and (n - 1) % 2 == 0)
             need = "5 fields (c cx cy w h) or a polygon row"
-        elif task == "seg":
+        elif "polygons" in fields:
             ok = n >= 7 and (n - 1) % 2 == 0
             need = "1 + 2k fields with k >= 3 (c x1 y1 ... xk yk)"
-        elif task == "obb":
+        elif "rboxes" in fields:
             ok = n == 9
             need = "9 fields (c x1 y1 x2 y2 x3 y3 x4 y4)"
         else:
@@ -299,7 +311,7 @@ def _parse_rows(path: Path, task: str, nc: int, kpt_shape: tuple[int, int] | Non
             ok = n == need_n
             need = f"{need_n} fields (c cx cy w h + {kpt_shape[0]} x {kpt_shape[1]})"
         if not ok:
-            raise DataError(f"{where}: row has {n} fields; {task} needs {need}.", fix="Fix the row or pick the matching --task.")
+            raise DataError(f"{where}: row has {n} fields; {_row_kind(fields)} rows need {need}.", fix="Fix the row or pick the matching --task.")
         c = _parse_float(toks[0], where)
         if c != int(c) or not 0 <= int(c) < nc:
             raise DataError(
@@ -314,7 +326,7 @@ def _parse_rows(path: Path, task: str, nc: int, kpt_shape: tuple[int, int] | Non
                 why="YOLO rows are normalised by the image size; this looks like pixels.",
                 fix="Divide x by the image width and y by its height.",
             )
-        if (task == "pose" or (task == "det" and n == 5)) and (vals[2] < 0 or vals[3] < 0):
+        if ("keypoints" in fields or (_boxes_only(fields) and n == 5)) and (vals[2] < 0 or vals[3] < 0):
             raise DataError(f"{where}: negative box size w={vals[2]:g} h={vals[3]:g}.", fix="Fix or remove the row.")
         classes.append(int(c))
         rows.append(vals)
@@ -331,7 +343,7 @@ def _cxcywh_corners(r: np.ndarray, scale: np.ndarray) -> np.ndarray:
 def _targets_from_rows(
     classes: np.ndarray,
     rows: list[np.ndarray],
-    task: str,
+    fields: tuple[str, ...],
     h: int,
     w: int,
     kpt_shape: tuple[int, int] | None,
@@ -339,15 +351,15 @@ def _targets_from_rows(
     n = len(rows)
     k = kpt_shape[0] if kpt_shape else None
     if n == 0:
-        return Targets.empty_for_task(task, k)
+        return Targets.empty_for_fields(fields, k)
     scale = np.array([w, h], np.float64)
     polys = rboxes = kps = vis = None
     keep = np.ones(n, bool)
-    if task == "pose" or (task == "det" and all(r.size == 4 for r in rows)):
+    if "keypoints" in fields or (_boxes_only(fields) and all(r.size == 4 for r in rows)):
         b = np.stack([r[:4] for r in rows])
         cxcy, wh = b[:, :2] * scale, b[:, 2:4] * scale
         boxes = np.concatenate([cxcy - wh / 2, cxcy + wh / 2], 1)
-    elif task == "obb":
+    elif "rboxes" in fields:
         c = np.stack(rows).reshape(n, 4, 2) * scale
         c = np.clip(c, 0, scale)  # tile-cut corners: clip, do not reject
         rboxes = corners_to_rbox(c)
@@ -358,11 +370,11 @@ def _targets_from_rows(
             for r in rows
         ]
         boxes = np.stack([np.concatenate([q.min(0), q.max(0)]) for q in rings])
-        if task == "seg":
+        if "polygons" in fields:
             polys = Polygons.from_rings(rings, list(range(n)))
     boxes = np.clip(boxes, 0, np.tile(scale, 2))
     keep &= (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-    if task == "pose":
+    if "keypoints" in fields:
         assert kpt_shape is not None
         kd = np.stack([r[4:] for r in rows]).reshape(n, kpt_shape[0], kpt_shape[1])
         kps = kd[..., :2] * scale
@@ -382,13 +394,15 @@ def _targets_from_rows(
     return t if keep.all() else t.filter(keep)
 
 
-def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> ImageSource:
+def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str = "") -> ImageSource:
     """Read one split of a YOLO root.
 
     Args:
         yaml_path: the dataset yaml.
         split: ``train | val | test``.
-        task: ``det | seg | obb | pose``.
+        fields: the task's instance fields: ``polygons`` reads polygon rows,
+            ``rboxes`` 4-corner rows, ``keypoints`` pose rows (needs
+            ``kpt_shape``), none of them box rows (polygon rows give their box).
         name: description for messages.
 
     Returns:
@@ -400,8 +414,8 @@ def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> Imag
             or no images at all.
     """
     spec = parse_yolo_yaml(yaml_path)
-    if task == "pose" and spec.kpt_shape is None:
-        raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for pose.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
+    if "keypoints" in fields and spec.kpt_shape is None:
+        raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for a keypoint task.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
     for message in spec.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
     images = _list_images(spec, split)
@@ -412,20 +426,20 @@ def read_yolo(yaml_path: Path, split: str, task: str, *, name: str = "") -> Imag
             fix=f"Check the {split!r} entry; images need one of {', '.join(IMAGE_SUFFIXES)}.",
         )
     nc = len(spec.class_names)
-    kpt_shape = spec.kpt_shape if task == "pose" else None
-    builder = SourceBuilder(task, num_keypoints=kpt_shape[0] if kpt_shape else None)
+    kpt_shape = spec.kpt_shape if "keypoints" in fields else None
+    builder = SourceBuilder(fields, num_keypoints=kpt_shape[0] if kpt_shape else None)
     for i, img in enumerate(images):
         h, w = read_image_size(img)
-        classes, rows, _ = _parse_rows(label_path_for(img), task, nc, kpt_shape)
+        classes, rows, _ = _parse_rows(label_path_for(img), fields, nc, kpt_shape)
         # As written, not resolved: an image reached through a symlink inside
         # the root keeps its path under the root.
         rel = img.relative_to(spec.root).as_posix()
-        builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, task, h, w, kpt_shape))
+        builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, fields, h, w, kpt_shape))
     return builder.build(
         root=spec.root,
         class_names=spec.class_names,
         category_ids=list(range(nc)),
-        flip_idx=spec.flip_idx if task == "pose" else None,
+        flip_idx=spec.flip_idx if "keypoints" in fields else None,
         name=name or f"{yaml_path} [{split}]",
         layout="yolo",
     )

@@ -11,7 +11,7 @@ from lucidyolo.data.source import ImageSource, open_source
 from lucidyolo.errors import ConfigError, DataError
 from lucidyolo.tasks.api import TaskSpec
 
-SYNTHETIC_VERSION = 1
+SYNTHETIC_VERSION = 2
 """Bump when the synthetic generator's output changes, so cached sets are rebuilt."""
 
 
@@ -48,7 +48,7 @@ def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, wh
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
     try:
         return open_source(
-            root, split, spec.name, layout=cfg.data.layout,
+            root, split, spec.fields, layout=cfg.data.layout,
             **{f"{which}_images": getattr(cfg.data, f"{which}_images"),
                f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")},
         )

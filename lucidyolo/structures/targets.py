@@ -242,12 +242,12 @@ class Targets:
         )
 
     @classmethod
-    def empty_for_task(cls, task: str, num_keypoints: int | None = None) -> Targets:
-        """Zero instances with the fields task ``det|seg|obb|pose`` carries."""
+    def empty_for_fields(cls, fields: Sequence[str], num_keypoints: int | None = None) -> Targets:
+        """Zero instances carrying ``fields`` (a task's ``TaskSpec.fields``) beyond the core ones."""
         return cls.empty(
-            polygons=task == "seg",
-            rboxes=task == "obb",
-            num_keypoints=num_keypoints if task == "pose" else None,
+            polygons="polygons" in fields,
+            rboxes="rboxes" in fields,
+            num_keypoints=num_keypoints if "keypoints" in fields else None,
         )
 
     def empty_like(self) -> Targets:

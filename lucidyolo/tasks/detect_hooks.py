@@ -57,7 +57,7 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e") -> Tensor:
 def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
     from lucidyolo.data.synth import write_synthetic
 
-    return write_synthetic(out_dir, "det", num_images, img_size=img_size, seed=seed, fmt="coco")
+    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
 
 
 def build_metric(num_classes: int, **_: Any) -> nn.Module:

@@ -198,3 +198,11 @@ def get_task(name: str) -> TaskSpec:
         why=f"no installed plugin registers it; known tasks: {', '.join(known) or 'none'}.",
         fix="Use one of the known tasks, or install the plugin that provides it (`lucid plugins` lists them).",
     )
+
+
+def task_for_fields(fields: tuple[str, ...]) -> TaskSpec | None:
+    """The built-in task whose declared fields are exactly ``fields`` (``lucid data check`` without ``--task``)."""
+    for rec in discover():
+        if rec.builtin and rec.spec is not None and rec.status == "ok" and set(rec.spec.fields) == set(fields):
+            return rec.spec
+    return None

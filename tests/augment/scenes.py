@@ -9,6 +9,7 @@ from PIL import Image
 
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.structures.targets import Polygons, Targets
+from tests.task_fields import fields_of
 
 RED = (250, 10, 10)
 
@@ -49,7 +50,7 @@ def write_source(
 ) -> ImageSource:
     """Write the images to ``root`` and build an :class:`ImageSource` over them."""
     root.mkdir(parents=True, exist_ok=True)
-    builder = SourceBuilder(task=task, num_keypoints=3 if task == "pose" else None)
+    builder = SourceBuilder(fields=fields_of(task), num_keypoints=3 if "keypoints" in fields_of(task) else None)
     for i, (img, t) in enumerate(scenes):
         name = f"img{i}.{fmt}"
         Image.fromarray(img).save(root / name, quality=98) if fmt == "jpg" else Image.fromarray(img).save(root / name)

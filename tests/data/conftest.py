@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lucidyolo.data.synth import write_synthetic
+from tests.task_fields import fields_of
 
 BIN = Path(sys.executable).parent
 
@@ -29,7 +30,7 @@ def synth(tmp_path_factory):
         key = (task, fmt, n, size, tuple(sorted(kw.items())))
         if key not in cache:
             out = tmp_path_factory.mktemp(f"synth-{task}-{fmt}") / "root"
-            cache[key] = write_synthetic(out, task, n, size, seed=0, fmt=fmt, **kw)
+            cache[key] = write_synthetic(out, fields_of(task), n, size, seed=0, fmt=fmt, **kw)
         return cache[key]
 
     return make

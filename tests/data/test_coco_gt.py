@@ -12,6 +12,7 @@ from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.data.coco_gt import build_coco_gt
 from lucidyolo.data.source import open_source
+from tests.task_fields import fields_of
 
 
 def _perfect_ap(gt: dict, iou_type: str) -> float:
@@ -32,7 +33,7 @@ def _perfect_ap(gt: dict, iou_type: str) -> float:
 
 @pytest.mark.parametrize(("task", "iou_type"), [("det", "bbox"), ("seg", "segm"), ("pose", "keypoints")])
 def test_yolo_root_gt_scores_perfectly_against_itself(synth, task, iou_type):
-    src = open_source(synth(task, "yolo"), "val", task)
+    src = open_source(synth(task, "yolo"), "val", fields_of(task))
     gt = build_coco_gt(src)
     assert len(gt["images"]) == len(src)
     assert len(gt["annotations"]) == src.num_instances
@@ -41,7 +42,7 @@ def test_yolo_root_gt_scores_perfectly_against_itself(synth, task, iou_type):
 
 
 def test_coco_source_reuses_its_annotation_file_with_crowd(synth):
-    src = open_source(synth("det", "coco"), "val", "det")
+    src = open_source(synth("det", "coco"), "val", fields_of("det"))
     gt = build_coco_gt(src)
     assert gt["images"][0]["file_name"].endswith(".jpg")
     assert len(gt["annotations"]) == src.num_instances
@@ -52,6 +53,6 @@ def test_coco_source_reuses_its_annotation_file_with_crowd(synth):
 
 
 def test_obb_gt_carries_rboxes_and_difficult(synth):
-    src = open_source(synth("obb", "coco"), "val", "obb")
+    src = open_source(synth("obb", "coco"), "val", fields_of("obb"))
     gt = build_coco_gt(src, use_ann_file=False)
     assert all(len(a["rbox"]) == 5 and a["difficult"] == 0 for a in gt["annotations"])

@@ -18,6 +18,7 @@ import pytest
 
 from lucidyolo.data.source import open_source
 from tests.conftest import run_lucid
+from tests.task_fields import fields_of
 
 from .conftest import run_data_cli
 
@@ -29,7 +30,7 @@ def plain(tmp_path_factory) -> Path:
     """A small synthetic YOLO root (8 train + 2 val images of 64 px); never modified."""
     from lucidyolo.data.synth import write_synthetic
 
-    return write_synthetic(tmp_path_factory.mktemp("plain") / "root", "det", 10, 64, seed=0, fmt="yolo")
+    return write_synthetic(tmp_path_factory.mktemp("plain") / "root", fields_of("det"), 10, 64, seed=0, fmt="yolo")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def expected(plain) -> dict[str, tuple[int, int]]:
     """(images, instances) per split of the plain root, read in-process."""
     out = {}
     for split in ("train", "val"):
-        src = open_source(plain, split, "det")
+        src = open_source(plain, split, fields_of("det"))
         out[split] = (len(src), src.num_instances)
     return out
 

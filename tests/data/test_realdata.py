@@ -10,6 +10,7 @@ import pytest
 
 from lucidyolo.data.check import check_dataset
 from lucidyolo.data.source import open_source
+from tests.task_fields import fields_of
 
 from ..conftest import real_data_root
 
@@ -24,7 +25,7 @@ GOLDEN = json.loads((Path(__file__).with_name("realdata_counts.json")).read_text
 @pytest.mark.parametrize("key", sorted(GOLDEN))
 def test_real_dataset_counts(key):
     g = GOLDEN[key]
-    src = open_source(ROOT / g["root"], g["split"], g["task"])
+    src = open_source(ROOT / g["root"], g["split"], fields_of(g["task"]))
     assert len(src) == g["images"]
     assert src.num_instances == g["instances"]
     assert src.num_classes == g["classes"]
@@ -43,18 +44,18 @@ def test_coco_json_instances_equal_non_crowd_annotations():
     for name in ("coco128_coco", "coco_mini_train"):
         d = json.loads((ROOT / name / "annotations" / "instances_train2017.json").read_text())
         non_crowd = sum(1 for a in d["annotations"] if not a["iscrowd"] and a["bbox"][2] > 0 and a["bbox"][3] > 0)
-        assert open_source(ROOT / name, "train", "det").num_instances == non_crowd
+        assert open_source(ROOT / name, "train", fields_of("det")).num_instances == non_crowd
 
 
 def test_yolo_instances_equal_label_rows():
     for name, task in (("coco8", "det"), ("coco8-seg", "seg"), ("coco8-pose", "pose"), ("dota8", "obb")):
         for split in ("train", "val"):
             rows = sum(len([ln for ln in p.read_text().splitlines() if ln.strip()]) for p in (ROOT / name / "labels" / split).glob("*.txt"))
-            assert open_source(ROOT / name, split, task).num_instances == rows
+            assert open_source(ROOT / name, split, fields_of(task)).num_instances == rows
 
 
 def test_dota_scenes_keep_every_row_and_the_difficult_flag():
-    src = open_source(ROOT / "dota_v1_examples", "train", "obb")
+    src = open_source(ROOT / "dota_v1_examples", "train", fields_of("obb"))
     rows = diff = 0
     for p in (ROOT / "dota_v1_examples" / "labelTxt").glob("*.txt"):
         for ln in p.read_text().splitlines():
@@ -69,7 +70,7 @@ def test_dota_scenes_keep_every_row_and_the_difficult_flag():
 
 
 def test_coco_mini_pose_has_17_keypoints_and_coco_flip_pairs():
-    src = open_source(ROOT / "coco_mini_train", "train", "pose")
+    src = open_source(ROOT / "coco_mini_train", "train", fields_of("pose"))
     assert src.num_keypoints == 17
     assert src.flip_idx == [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]
 

@@ -10,6 +10,7 @@ import pytest
 from lucidyolo.data.source import open_source
 from lucidyolo.data.synth import write_synthetic
 from lucidyolo.errors import DataError
+from tests.task_fields import fields_of
 
 from .conftest import run_data_cli
 
@@ -20,15 +21,15 @@ def _digest(root) -> dict[str, str]:
 
 @pytest.mark.parametrize("fmt", ["coco", "yolo"])
 def test_same_seed_gives_byte_identical_files(tmp_path, fmt):
-    a = write_synthetic(tmp_path / "a", "seg", 6, 96, seed=3, fmt=fmt)
-    b = write_synthetic(tmp_path / "b", "seg", 6, 96, seed=3, fmt=fmt)
-    c = write_synthetic(tmp_path / "c", "seg", 6, 96, seed=4, fmt=fmt)
+    a = write_synthetic(tmp_path / "a", fields_of("seg"), 6, 96, seed=3, fmt=fmt)
+    b = write_synthetic(tmp_path / "b", fields_of("seg"), 6, 96, seed=3, fmt=fmt)
+    c = write_synthetic(tmp_path / "c", fields_of("seg"), 6, 96, seed=4, fmt=fmt)
     assert _digest(a) == _digest(b)
     assert _digest(a) != _digest(c)
 
 
 def test_objects_are_sized_and_mostly_apart(synth):
-    src = open_source(synth("det", "coco", n=30, size=200), "train", "det")
+    src = open_source(synth("det", "coco", n=30, size=200), "train", fields_of("det"))
     sides, overlaps = [], []
     for i in range(len(src)):
         b = src.targets(i).boxes
@@ -47,7 +48,7 @@ def test_objects_are_sized_and_mostly_apart(synth):
 
 
 def test_class_colours_are_distinct(synth):
-    src = open_source(synth("det", "coco", n=20, size=160), "train", "det")
+    src = open_source(synth("det", "coco", n=20, size=160), "train", fields_of("det"))
     means = [[] for _ in range(4)]
     for i in range(len(src)):
         img, t = src.load_image(i), src.targets(i)
@@ -60,17 +61,17 @@ def test_class_colours_are_distinct(synth):
 
 
 def test_reusing_a_folder_with_other_parameters_is_refused(tmp_path):
-    write_synthetic(tmp_path / "s", "det", 4, 64, seed=0)
-    assert write_synthetic(tmp_path / "s", "det", 4, 64, seed=0) == tmp_path / "s"
+    write_synthetic(tmp_path / "s", fields_of("det"), 4, 64, seed=0)
+    assert write_synthetic(tmp_path / "s", fields_of("det"), 4, 64, seed=0) == tmp_path / "s"
     with pytest.raises(DataError, match="not empty"):
-        write_synthetic(tmp_path / "s", "det", 4, 64, seed=1)
+        write_synthetic(tmp_path / "s", fields_of("det"), 4, 64, seed=1)
 
 
 def test_synth_command_writes_a_root_that_checks_ok(tmp_path):
     out = tmp_path / "cli"
     r = run_data_cli("synth", "--out", str(out), "--task", "obb", "--images", "5", "--img-size", "96", "--format", "yolo")
     assert r.returncode == 0, r.stderr
-    src = open_source(out, "val", "obb")
+    src = open_source(out, "val", fields_of("obb"))
     assert len(src) == 1 and src.targets(0).rboxes.shape[1] == 5
     r = run_data_cli("check", "--data-root", str(out), "--json")
     assert r.returncode == 0, r.stdout + r.stderr

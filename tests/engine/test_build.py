@@ -7,13 +7,14 @@ import pytest
 from lucidyolo.config.resolve import resolve_config
 from lucidyolo.errors import DataError
 from lucidyolo.tasks.registry import get_task
+from tests.task_fields import fields_of
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     from lucidyolo.data.synth import write_synthetic
 
-    return write_synthetic(tmp_path_factory.mktemp("syn") / "set", "det", 6, img_size=64, seed=0)
+    return write_synthetic(tmp_path_factory.mktemp("syn") / "set", fields_of("det"), 6, img_size=64, seed=0)
 
 
 def test_device_hsv_without_cuda_warns_and_keeps_worker_hsv(synthetic):

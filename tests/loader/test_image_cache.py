@@ -24,7 +24,7 @@ def test_cache_returns_the_decoded_pixels_read_only(tmp_path):
 
 def test_one_decode_per_distinct_file(tmp_path):
     write_source(tmp_path, "det", [(rect_scene(20, 30, (2, 2, 10, 10)), rect_targets((2, 2, 10, 10), "det"))])
-    b = SourceBuilder(task="det")
+    b = SourceBuilder(fields=())
     for k in range(3):  # three samples, one file
         b.add("img0.png", k, (20, 30), rect_targets((2, 2, 10, 10), "det"))
     source = b.build(root=tmp_path, class_names=["a", "b"], category_ids=[0, 1])

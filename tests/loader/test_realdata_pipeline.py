@@ -10,6 +10,7 @@ from lucidyolo.data.loader import build_train_loader
 from lucidyolo.structures.packed import unpack
 from lucidyolo.tasks.registry import get_task
 from tests.conftest import real_data_root
+from tests.task_fields import fields_of
 
 pytestmark = pytest.mark.realdata
 
@@ -21,7 +22,7 @@ def coco128():
         pytest.skip("real data (../shared/data/coco128_coco or LUCID_REAL_DATA) is absent")
     from lucidyolo.data.source import open_source
 
-    return open_source(root / "coco128_coco", "train", "seg")
+    return open_source(root / "coco128_coco", "train", fields_of("seg"))
 
 
 def test_real_coco_samples_stay_inside_the_frame(coco128):
