@@ -94,9 +94,8 @@ class TrainDataset(Dataset):
             self.cache: DecodedImageCache | None = cache_images
         else:
             self.cache = DecodedImageCache(source, self._decode) if cache_images else None
-        flip_idx = source.flip_idx if "keypoints" in source.fields else None
         self.augment = TrainAugment(
-            len(source), self._load, source.targets, self.img_size, self.strengths, flip_idx, device_hsv
+            len(source), self._load, source.targets, self.img_size, self.strengths, source.meta(), device_hsv
         )
         self.epoch = 0
         self._rng_key: tuple[int, int, int] | None = None

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from lucidyolo.data.image_io import read_image
-from lucidyolo.structures.targets import Polygons, Targets
+from lucidyolo.structures.targets import Targets
 
 
 class ImageSource:
@@ -53,10 +54,7 @@ class ImageSource:
         boxes: np.ndarray,
         labels: np.ndarray,
         difficult: np.ndarray,
-        polygons: Polygons | None = None,
-        rboxes: np.ndarray | None = None,
-        keypoints: np.ndarray | None = None,
-        visibility: np.ndarray | None = None,
+        extra: dict[str, Any] | None = None,
         num_keypoints: int | None = None,
         flip_idx: list[int] | None = None,
         ann_file: Path | None = None,
@@ -80,10 +78,8 @@ class ImageSource:
         self._boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
         self._labels = np.asarray(labels, dtype=np.int64)
         self._difficult = np.asarray(difficult, dtype=bool)
-        self._polygons = polygons
-        self._rboxes = rboxes
-        self._keypoints = keypoints
-        self._visibility = visibility
+        # every instance of the split as one Targets; targets(i) slices image i's range out of it
+        self._all = Targets(self._boxes, self._labels, self._difficult, **dict(extra or {}))
         n = len(self._image_ids)
         if self._rel_paths.shape[0] != n or self._hw.shape[0] != n or self._inst_offsets.shape[0] != n + 1:
             raise ValueError("ImageSource arrays disagree on the image count")
@@ -123,31 +119,16 @@ class ImageSource:
         """Decode image ``i``: ``(H, W, 3)`` uint8 RGB."""
         return read_image(self.image_path(i))
 
+    def meta(self) -> dict[str, Any]:
+        """The dataset meta field rules and tasks read (``num_keypoints``, ``flip_idx``)."""
+        return {"num_keypoints": self.num_keypoints, "flip_idx": self.flip_idx}
+
     def targets(self, i: int) -> Targets:
         """Ground truth of image ``i`` in original pixels, crowd excluded.
 
         Returns fresh arrays: the caller may mutate them in place.
         """
-        s, e = int(self._inst_offsets[i]), int(self._inst_offsets[i + 1])
-        polys = None
-        if self._polygons is not None:
-            p = self._polygons
-            r0, r1 = np.searchsorted(p.ring_owner, [s, e], side="left")
-            p0, p1 = p.ring_offsets[r0], p.ring_offsets[r1]
-            polys = Polygons(
-                p.points[p0:p1].copy(),
-                p.ring_offsets[r0 : r1 + 1] - p0,
-                p.ring_owner[r0:r1] - s,
-            )
-        return Targets(
-            boxes=self._boxes[s:e].copy(),
-            labels=self._labels[s:e].copy(),
-            difficult=self._difficult[s:e].copy(),
-            polygons=polys,
-            rboxes=None if self._rboxes is None else self._rboxes[s:e].copy(),
-            keypoints=None if self._keypoints is None else self._keypoints[s:e].copy(),
-            visibility=None if self._visibility is None else self._visibility[s:e].copy(),
-        )
+        return self._all.slice(int(self._inst_offsets[i]), int(self._inst_offsets[i + 1]))
 
     # ------------------------------------------------------------ whole split
     def instance_counts(self) -> np.ndarray:
@@ -238,10 +219,7 @@ class SourceBuilder:
             boxes=joined.boxes,
             labels=joined.labels,
             difficult=joined.difficult,
-            polygons=joined.polygons,
-            rboxes=joined.rboxes,
-            keypoints=joined.keypoints,
-            visibility=joined.visibility,
+            extra=joined.extra,
             num_keypoints=self.num_keypoints if "keypoints" in self.fields else None,
             flip_idx=flip_idx,
             ann_file=ann_file,

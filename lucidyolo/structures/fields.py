@@ -1,84 +1,208 @@
-"""Registered per-instance fields: how each one is packed into the batch transport and unpacked on the device.
+"""Registered per-instance fields: declared once, with every rule the pipeline applies to them.
 
-Every instance field beyond the core ``boxes``, ``labels`` and ``difficult`` is
-declared once here (or by a plugin through :func:`register_field`): the packed
-tensors it always emits (a constant set, so a batch costs the same number of
-shared-memory segments whatever its content), how those are built from the
-per-image :class:`~lucidyolo.structures.targets.Targets` and how they become
-padded ``(B, M, ...)`` ground truth after the transfer. The collate and unpack
-code loop over a task's field list; neither names a field.
+:class:`~lucidyolo.structures.targets.Targets` always carries the core
+``boxes (N, 4)``, ``labels (N,)`` and ``difficult (N,)``. Every other
+per-instance field (``polygons``, ``rboxes``, ``keypoints`` or a plugin's own)
+is a :class:`FieldSpec` registered here: the :class:`Targets` attributes it
+owns (with dtype and trailing shape), how it goes through the one isotropic
+affine of a sample (``x' = s * x + t``), how it mirrors, how it is clipped to
+the visible region, and the tensors it always packs into the batch transport
+(a constant set per field, so a batch costs the same number of shared-memory
+segments whatever it holds) and how they become padded ``(B, M, ...)`` ground
+truth on the device. Containers, augmentation, collate and unpack loop over
+the present fields; none of them names one.
 
-Pack functions are numpy-only (they run in loader workers); unpack functions
-take torch tensors (they run on the device).
+Rules run in loader workers: they are module-level functions (they pickle)
+and numpy only; ``unpack`` rules take torch tensors (imported lazily).
+Plugins register their fields at import of their hooks module with
+:func:`register_field`; a worker re-imports that module when it unpickles the
+plugin's hooks, so the registration is present there too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from lucidyolo.structures.geometry import hflip_rboxes
+from lucidyolo.structures.polygons import Polygons
+
+CORE_ATTRS = ("boxes", "labels", "difficult")
+"""Attributes every :class:`Targets` has; fields may not claim them."""
+
 
 @dataclass(frozen=True)
-class PackRule:
-    """The transport rule of one instance field.
+class AttrSpec:
+    """One :class:`Targets` attribute owned by a field.
 
     Attributes:
-        name: the field a task declares (``TaskSpec.fields``).
-        reads: the :class:`Targets` attributes it packs (``keypoints`` packs
-            ``keypoints`` and ``visibility``).
-        packed: names of the tensors it always emits (batch-unique).
-        pack: ``pack(values, counts) -> {packed name: ndarray}``; ``values`` has
-            one tuple per image, the ``reads`` attributes of that image's targets
-            (``None`` entries where it lacks them); ``counts (B,)`` instances per image.
-        unpack: ``unpack(tensors, image_of, slot, batch, m) -> {gt key: Tensor}``;
-            ``image_of (N,)`` and ``slot (N,)`` place instance ``n`` at
-            ``[image_of[n], slot[n]]`` of a ``(B, M, ...)`` padded tensor.
+        name: attribute name.
+        dtype: numpy dtype of the array (ignored for ragged attributes).
+        shape: trailing shape after the instance axis; ``None`` entries are
+            read from the dataset meta (``meta_dims``) or left free.
+        meta_dims: for each ``None`` in ``shape``, the dataset-meta key giving it
+            (``num_keypoints``), used to build an empty value.
+        ragged: the value is a :class:`Polygons` (ragged rings), not an array.
     """
 
     name: str
-    reads: tuple[str, ...]
-    packed: tuple[str, ...]
-    pack: Callable[[Sequence[Any], np.ndarray], dict[str, np.ndarray]]
-    unpack: Callable[..., dict[str, Any]]
+    dtype: Any = np.float32
+    shape: tuple[int | None, ...] = ()
+    meta_dims: tuple[str, ...] = ()
+    ragged: bool = False
+
+    # ------------------------------------------------------------ container ops
+    def coerce(self, value: Any) -> Any:
+        if self.ragged:
+            return value
+        arr = np.asarray(value, dtype=self.dtype)
+        if None in self.shape:
+            return arr if arr.ndim == 1 + len(self.shape) else arr.reshape(arr.shape[0], *(-1 if d is None else d for d in self.shape))
+        return arr.reshape(-1, *self.shape)
+
+    def empty(self, meta: Mapping[str, Any]) -> Any:
+        if self.ragged:
+            return Polygons.empty()
+        dims = iter(self.meta_dims)
+        shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
+        return np.zeros((0, *shape), self.dtype)
+
+    def empty_like(self, value: Any) -> Any:
+        return Polygons.empty() if self.ragged else value[:0].copy()
+
+    def select(self, value: Any, keep: np.ndarray, n: int) -> Any:
+        return value.filter(keep, n) if self.ragged else value[keep]
+
+    def slice(self, value: Any, start: int, stop: int) -> Any:
+        return value.slice_instances(start, stop) if self.ragged else value[start:stop].copy()
+
+    def concat(self, values: Sequence[Any], sizes: Sequence[int]) -> Any:
+        if self.ragged:
+            return Polygons.concat(values, sizes)
+        return np.concatenate(values, axis=0)
+
+    def clone(self, value: Any) -> Any:
+        return value.clone() if self.ragged else value.copy()
+
+    def validate(self, value: Any, n: int) -> None:
+        if self.ragged:
+            value.validate(n)
+            return
+        if value.shape[0] != n or value.ndim != 1 + len(self.shape) or any(
+            d is not None and d != got for d, got in zip(self.shape, value.shape[1:], strict=True)
+        ):
+            want = (n, *("K" if d is None else d for d in self.shape))
+            raise ValueError(f"{self.name} has shape {value.shape}, expected {want}")
+        if value.dtype != np.dtype(self.dtype):
+            raise ValueError(f"{self.name} has dtype {value.dtype}, expected {np.dtype(self.dtype)}")
 
 
-_RULES: dict[str, PackRule] = {}
+Values = dict[str, Any]
+"""A field's attributes of one image, by attribute name."""
 
 
-def register_field(rule: PackRule) -> None:
-    """Register a field's transport rule (plugins call this at import of their hooks module).
+def _always(meta: Mapping[str, Any]) -> bool:
+    return True
 
-    Re-registering the same rule object is a no-op; another rule under a taken
-    name or packed tensor name raises ``ValueError``.
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One per-instance field and every rule the pipeline applies to it.
+
+    Attributes:
+        name: what a task declares in ``TaskSpec.fields``.
+        attrs: the :class:`Targets` attributes it owns (``keypoints`` owns
+            ``keypoints`` and ``visibility``: they flip and clip together).
+        packed: names of the tensors it always emits in a batch.
+        pack: ``pack(values, counts) -> {packed name: ndarray}``: ``values``
+            has one dict per image (attribute -> value, ``None`` where that
+            image lacks it), ``counts (B,)`` instances per image.
+        unpack: ``unpack(tensors, image_of, slot, batch, m) -> {gt key: Tensor}``:
+            instance ``n`` goes to ``[image_of[n], slot[n]]`` of ``(B, M, ...)``.
+        affine: ``affine(values, s, tx, ty) -> values`` under ``x' = s x + t``
+            (isotropic; ``None``: the field has no geometry).
+        flip: ``flip(values, right, meta) -> values`` for ``x' = right - x``;
+            ``meta`` is the dataset meta (``flip_idx``). ``None``: unchanged.
+        can_flip: ``can_flip(meta)``; False disables flips for the whole
+            dataset (a missing permutation must never corrupt labels).
+        clip: ``clip(values, region) -> values`` for the visible region
+            ``x0, y0, x1, y1`` (survival is decided on the boxes; this adjusts
+            the field, e.g. zeroes the visibility of points outside).
+        meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``).
     """
-    old = _RULES.get(rule.name)
-    if old is rule:
+
+    name: str
+    attrs: tuple[AttrSpec, ...]
+    packed: tuple[str, ...]
+    pack: Callable[[Sequence[Values], np.ndarray], dict[str, np.ndarray]]
+    unpack: Callable[..., dict[str, Any]]
+    affine: Callable[[Values, float, float, float], Values] | None = None
+    flip: Callable[[Values, float, Mapping[str, Any]], Values] | None = None
+    can_flip: Callable[[Mapping[str, Any]], bool] = _always
+    clip: Callable[[Values, tuple[float, float, float, float]], Values] | None = None
+    meta_keys: tuple[str, ...] = field(default=())
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attrs)
+
+
+_FIELDS: dict[str, FieldSpec] = {}
+_ATTRS: dict[str, tuple[FieldSpec, AttrSpec]] = {}
+
+
+def register_field(spec: FieldSpec) -> None:
+    """Register a field (plugins call this when their hooks module is imported).
+
+    Re-registering the same spec is a no-op; another spec under a taken field,
+    attribute or packed-tensor name raises ``ValueError``.
+    """
+    old = _FIELDS.get(spec.name)
+    if old == spec:
         return
     if old is not None:
-        raise ValueError(f"instance field {rule.name!r} is already registered")
-    taken = {p for r in _RULES.values() for p in r.packed} | {"images", "counts", "boxes", "labels", "difficult", "meta"}
-    clash = taken.intersection(rule.packed)
-    if clash:
-        raise ValueError(f"packed tensor name(s) {sorted(clash)} of field {rule.name!r} are taken")
-    _RULES[rule.name] = rule
+        raise ValueError(f"instance field {spec.name!r} is already registered")
+    taken_attrs = set(_ATTRS) | set(CORE_ATTRS)
+    taken_packed = {p for f in _FIELDS.values() for p in f.packed} | {*CORE_ATTRS, "images", "counts", "meta"}
+    for names, taken, what in ((spec.attr_names, taken_attrs, "attribute"), (spec.packed, taken_packed, "packed tensor")):
+        clash = taken.intersection(names)
+        if clash:
+            raise ValueError(f"{what} name(s) {sorted(clash)} of field {spec.name!r} are taken")
+    _FIELDS[spec.name] = spec
+    for a in spec.attrs:
+        _ATTRS[a.name] = (spec, a)
 
 
-def pack_rules(fields: Sequence[str]) -> tuple[PackRule, ...]:
-    """The rules of ``fields`` in order (bind them once per loader, not per sample).
+def get_field(name: str) -> FieldSpec:
+    """The spec of a field by its name (or by one of its attribute names)."""
+    spec = _FIELDS.get(name) or (_ATTRS[name][0] if name in _ATTRS else None)
+    if spec is None:
+        raise KeyError(f"instance field {name!r} is not registered (known: {', '.join(sorted(_FIELDS))})")
+    return spec
 
-    Fields that share a rule (``keypoints`` + ``visibility``) resolve to it once.
-    """
-    out: list[PackRule] = []
+
+def field_specs(fields: Sequence[str]) -> tuple[FieldSpec, ...]:
+    """The specs of ``fields`` in order, each once (bind them when a pipeline is built, not per sample)."""
+    out: list[FieldSpec] = []
     for name in fields:
-        rule = _RULES.get(name) or next((r for r in _RULES.values() if name in r.reads), None)
-        if rule is None:
-            raise KeyError(f"instance field {name!r} is not registered (known: {', '.join(sorted(_RULES))})")
-        if rule not in out:
-            out.append(rule)
+        spec = get_field(name)
+        if spec not in out:
+            out.append(spec)
     return tuple(out)
+
+
+def attr_spec(name: str) -> AttrSpec | None:
+    """The registered attribute ``name``, or ``None``."""
+    hit = _ATTRS.get(name)
+    return None if hit is None else hit[1]
+
+
+def field_of_attr(name: str) -> FieldSpec | None:
+    hit = _ATTRS.get(name)
+    return None if hit is None else hit[0]
 
 
 def pad_rows(values: Any, image_of: Any, slot: Any, batch: int, m: int, fill: float | bool = 0) -> Any:
@@ -90,9 +214,21 @@ def pad_rows(values: Any, image_of: Any, slot: Any, batch: int, m: int, fill: fl
     return out
 
 
-# ------------------------------------------------------------------ built-in fields
-def _pack_rboxes(values: Sequence[Any], counts: np.ndarray) -> dict[str, np.ndarray]:
-    rows = [np.zeros((int(c), 5), np.float32) if v[0] is None else v[0] for v, c in zip(values, counts, strict=True)]
+# ---------------------------------------------------------------------- rboxes
+def _rboxes_affine(v: Values, s: float, tx: float, ty: float) -> Values:
+    r = v["rboxes"].copy()
+    r[:, 0] = r[:, 0] * s + tx
+    r[:, 1] = r[:, 1] * s + ty
+    r[:, 2:4] *= s  # isotropic: the angle is unchanged
+    return {"rboxes": r.astype(np.float32)}
+
+
+def _rboxes_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
+    return {"rboxes": hflip_rboxes(v["rboxes"], right)}
+
+
+def _pack_rboxes(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
+    rows = [np.zeros((int(c), 5), np.float32) if v["rboxes"] is None else v["rboxes"] for v, c in zip(values, counts, strict=True)]
     return {"rboxes": np.concatenate(rows or [np.zeros((0, 5), np.float32)]).astype(np.float32).reshape(-1, 5)}
 
 
@@ -100,11 +236,39 @@ def _unpack_rboxes(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m
     return {"rboxes": pad_rows(t["rboxes"], image_of, slot, batch, m)}
 
 
-def _pack_keypoints(values: Sequence[Any], counts: np.ndarray) -> dict[str, np.ndarray]:
-    """``values`` are ``(keypoints (n, K, 2), visibility (n, K))`` pairs."""
-    k = next((v[0].shape[1] for v in values if v[0] is not None), 0)
-    kp = [np.zeros((int(c), k, 2), np.float32) if v[0] is None else v[0] for v, c in zip(values, counts, strict=True)]
-    vis = [np.zeros((int(c), k), np.float32) if v[1] is None else v[1] for v, c in zip(values, counts, strict=True)]
+# ------------------------------------------------------------------- keypoints
+def _keypoints_affine(v: Values, s: float, tx: float, ty: float) -> Values:
+    return {"keypoints": (v["keypoints"] * s + np.array([tx, ty], np.float32)).astype(np.float32),
+            "visibility": v["visibility"]}
+
+
+def _keypoints_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
+    flip_idx = meta.get("flip_idx")
+    if flip_idx is None:
+        raise ValueError("keypoints cannot be flipped without flip_idx")
+    idx = np.asarray(flip_idx, dtype=np.int64)
+    kp = v["keypoints"].copy()
+    kp[..., 0] = right - kp[..., 0]
+    vis = v["visibility"]
+    return {"keypoints": kp[:, idx], "visibility": None if vis is None else vis[:, idx]}
+
+
+def _keypoints_can_flip(meta: Mapping[str, Any]) -> bool:
+    return meta.get("flip_idx") is not None
+
+
+def _keypoints_clip(v: Values, region: tuple[float, float, float, float]) -> Values:
+    kp, vis = v["keypoints"], v["visibility"]
+    if kp is None or vis is None or not kp.size:
+        return v
+    inside = (kp[..., 0] >= region[0]) & (kp[..., 0] < region[2]) & (kp[..., 1] >= region[1]) & (kp[..., 1] < region[3])
+    return {"keypoints": kp, "visibility": np.where(inside, vis, 0.0).astype(np.float32)}  # points kept, marked absent
+
+
+def _pack_keypoints(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
+    k = next((v["keypoints"].shape[1] for v in values if v["keypoints"] is not None), 0)
+    kp = [np.zeros((int(c), k, 2), np.float32) if v["keypoints"] is None else v["keypoints"] for v, c in zip(values, counts, strict=True)]
+    vis = [np.zeros((int(c), k), np.float32) if v["visibility"] is None else v["visibility"] for v, c in zip(values, counts, strict=True)]
     return {
         "keypoints": np.concatenate(kp or [np.zeros((0, k, 2), np.float32)]).astype(np.float32).reshape(-1, k, 2),
         "visibility": np.concatenate(vis or [np.zeros((0, k), np.float32)]).astype(np.float32).reshape(-1, k),
@@ -118,10 +282,25 @@ def _unpack_keypoints(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int
     }
 
 
-def _pack_polygons(values: Sequence[Any], counts: np.ndarray) -> dict[str, np.ndarray]:
+# -------------------------------------------------------------------- polygons
+def _polygons_affine(v: Values, s: float, tx: float, ty: float) -> Values:
+    p = v["polygons"].clone()
+    if p.points.size:
+        p.points = (p.points * s + np.array([tx, ty], np.float32)).astype(np.float32)
+    return {"polygons": p}
+
+
+def _polygons_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
+    p = v["polygons"].clone()
+    if p.points.size:
+        p.points[:, 0] = right - p.points[:, 0]
+    return {"polygons": p}
+
+
+def _pack_polygons(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
     """Rings stay ragged: points, ring lengths and a batch-global owner index (never dense masks)."""
     shift = np.concatenate([[0], np.cumsum(counts)])[:-1]
-    polys = [(v[0], s) for v, s in zip(values, shift, strict=True) if v[0] is not None]
+    polys = [(v["polygons"], s) for v, s in zip(values, shift, strict=True) if v["polygons"] is not None]
     return {
         "poly_points": np.concatenate([p.points for p, _ in polys] or [np.zeros((0, 2), np.float32)]).astype(np.float32).reshape(-1, 2),
         "poly_ring_lengths": np.concatenate([p.ring_lengths() for p, _ in polys] or [np.zeros(0, np.int64)]).astype(np.int64),
@@ -140,11 +319,28 @@ def _unpack_polygons(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int,
     }
 
 
-register_field(PackRule("rboxes", ("rboxes",), ("rboxes",), _pack_rboxes, _unpack_rboxes))
-register_field(PackRule(
-    "keypoints", ("keypoints", "visibility"), ("keypoints", "visibility"), _pack_keypoints, _unpack_keypoints
+register_field(FieldSpec(
+    name="rboxes",
+    attrs=(AttrSpec("rboxes", np.float32, (5,)),),
+    packed=("rboxes",),
+    pack=_pack_rboxes, unpack=_unpack_rboxes,
+    affine=_rboxes_affine, flip=_rboxes_flip,
 ))
-register_field(PackRule(
-    "polygons", ("polygons",), ("poly_points", "poly_ring_lengths", "poly_ring_owner"), _pack_polygons,
-    _unpack_polygons,
+register_field(FieldSpec(
+    name="keypoints",
+    attrs=(
+        AttrSpec("keypoints", np.float32, (None, 2), meta_dims=("num_keypoints",)),
+        AttrSpec("visibility", np.float32, (None,), meta_dims=("num_keypoints",)),
+    ),
+    packed=("keypoints", "visibility"),
+    pack=_pack_keypoints, unpack=_unpack_keypoints,
+    affine=_keypoints_affine, flip=_keypoints_flip, can_flip=_keypoints_can_flip, clip=_keypoints_clip,
+    meta_keys=("num_keypoints", "flip_idx"),
+))
+register_field(FieldSpec(
+    name="polygons",
+    attrs=(AttrSpec("polygons", ragged=True),),
+    packed=("poly_points", "poly_ring_lengths", "poly_ring_owner"),
+    pack=_pack_polygons, unpack=_unpack_polygons,
+    affine=_polygons_affine, flip=_polygons_flip,
 ))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lucidyolo.structures.targets import Polygons
+from lucidyolo.structures.polygons import Polygons
 
 _THETA_LO = -np.pi / 4
 _THETA_PERIOD = np.pi

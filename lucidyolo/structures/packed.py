@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lucidyolo.structures.fields import pack_rules, pad_rows
+from lucidyolo.structures.fields import field_specs, pad_rows
 
 
 @dataclass
@@ -103,15 +103,14 @@ def collate_packed(samples: Sequence[Any], fields: Sequence[str] = ()) -> Packed
         The packed batch; its tensor count depends only on ``fields`` and on
         whether HSV gains are carried.
     """
-    rules = pack_rules(fields)
+    specs = field_specs(fields)
     targets = [s.targets for s in samples]
     counts = np.array([len(t) for t in targets], dtype=np.int64)
     images = torch.stack([s.image for s in samples])  # (B, 3, S, S)
     meta = np.array([[s.index, *s.orig_hw, *s.letterbox] for s in samples], dtype=np.float64).reshape(-1, 6)
     packed: dict[str, Tensor] = {}
-    for rule in rules:
-        values = [tuple(getattr(t, attr, None) for attr in rule.reads) for t in targets]
-        packed.update({k: torch.from_numpy(v) for k, v in rule.pack(values, counts).items()})
+    for spec in specs:
+        packed.update({k: torch.from_numpy(v) for k, v in spec.pack([t.values_of(spec) for t in targets], counts).items()})
     gains = [s.hsv_gains for s in samples]
     hsv = None
     if any(g is not None for g in gains):
@@ -178,8 +177,8 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
         "mask": pad_rows(torch.ones(n, dtype=torch.bool, device=counts.device), image_of, slot, b, m, False),
         "difficult": pad_rows(batch.difficult, image_of, slot, b, m, False),
     }
-    for rule in pack_rules(batch.fields_order):
-        gt.update(rule.unpack(batch.fields, image_of, slot, b, m))
+    for spec in field_specs(batch.fields_order):
+        gt.update(spec.unpack(batch.fields, image_of, slot, b, m))
     return images, gt, meta
 
 

@@ -58,7 +58,7 @@ def test_fused_hsv_flip_chw_equals_the_separate_steps(flip, gains):
 def test_chw_sample_is_the_hwc_sample_transposed(tmp_path, device_hsv):
     source = rect_source(tmp_path, "pose", n=5)
     st = strengths_for_variant("x", flip_lr=0.5)
-    aug = TrainAugment(len(source), source.load_image, source.targets, 96, st, source.flip_idx, device_hsv)
+    aug = TrainAugment(len(source), source.load_image, source.targets, 96, st, source.meta(), device_hsv)
     for seed in range(8):
         a = aug(seed % 5, np.random.default_rng(seed), chw=False)
         b = aug(seed % 5, np.random.default_rng(seed), chw=True)

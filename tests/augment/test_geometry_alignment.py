@@ -17,8 +17,7 @@ def _is_red(px: np.ndarray) -> np.ndarray:
 
 def _augment(source, mosaic: bool, flip: float) -> TrainAugment:
     st = strengths_for_variant("n", mixup=0.0, copy_paste=0.0, hsv_h=0.0, hsv_s=0.0, hsv_v=0.0, flip_lr=flip, mosaic=1.0 if mosaic else 0.0)
-    flip_idx = source.flip_idx if "keypoints" in source.fields else None
-    return TrainAugment(len(source), source.load_image, source.targets, S, st, flip_idx)
+    return TrainAugment(len(source), source.load_image, source.targets, S, st, source.meta())
 
 
 @pytest.mark.parametrize("task", ["det", "seg", "obb", "pose"])

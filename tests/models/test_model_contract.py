@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lucidyolo.errors import ConfigError, NotAvailableError, UserError
+from lucidyolo.errors import ConfigError, UserError
 from lucidyolo.models import create_model, list_models
 from lucidyolo.structures.box_coder import make_anchors
 
@@ -90,9 +90,15 @@ def test_list_models_filters_by_pattern() -> None:
     assert list_models("resnet*") == []
 
 
-def test_create_model_accepts_prefixed_names_and_detect_alias() -> None:
-    model = create_model("yolo26n", task="detect", num_classes=3)
-    assert model.variant == "n" and model.task == "det" and model.num_classes == 3
+def test_create_model_accepts_prefixed_names_and_extra_stems() -> None:
+    from lucidyolo.models.head import StemSpec
+
+    model = create_model("yolo26n", num_classes=3, extra_stems=[StemSpec("angle", (1,))])
+    assert model.variant == "n" and model.num_classes == 3
+    out = model.train()(torch.zeros(1, 3, 64, 64))
+    a = out["o2m"]["boxes"].shape[1]
+    for branch in ("o2m", "o2o"):  # a task stem becomes an output of both branches, without editing the head
+        assert out[branch]["angle"].shape == (1, a, 1)
 
 
 @pytest.mark.parametrize(
@@ -100,8 +106,6 @@ def test_create_model_accepts_prefixed_names_and_detect_alias() -> None:
     [
         ({"variant": "q"}, ConfigError),
         ({"num_classes": 0}, ConfigError),
-        ({"task": "banana"}, ConfigError),
-        ({"task": "seg"}, NotAvailableError),
     ],
 )
 def test_create_model_rejects_bad_input_with_user_errors(kwargs: dict, error: type[UserError]) -> None:

@@ -173,21 +173,24 @@ def render_affine_snapped(
 
 
 def transform_targets(targets: Targets, affine: IsoAffine) -> Targets:
-    """Apply ``affine`` to every geometric field (no clipping, no filtering).
+    """Apply ``affine`` to the boxes and, through its rule, every present field (no clipping, no filtering).
 
-    Rotated boxes keep their angle (isotropic scale); their sides scale by ``s``.
+    ``targets`` is not modified. Rotated boxes keep their angle (isotropic
+    scale); their sides scale by ``s``.
     """
     s, tx, ty = affine.s, affine.tx, affine.ty
-    t = targets.clone()
-    t.boxes = (t.boxes * s + np.array([tx, ty, tx, ty], np.float32)).astype(np.float32)
-    if t.polygons is not None and t.polygons.points.size:
-        t.polygons.points = (t.polygons.points * s + np.array([tx, ty], np.float32)).astype(np.float32)
-    if t.rboxes is not None and len(t.rboxes):
-        t.rboxes[:, 0] = t.rboxes[:, 0] * s + tx
-        t.rboxes[:, 1] = t.rboxes[:, 1] * s + ty
-        t.rboxes[:, 2:4] *= s
-    if t.keypoints is not None and t.keypoints.size:
-        t.keypoints = (t.keypoints * s + np.array([tx, ty], np.float32)).astype(np.float32)
+    t = Targets(
+        (targets.boxes * s + np.array([tx, ty, tx, ty], np.float32)).astype(np.float32),
+        targets.labels.copy(), targets.difficult.copy(),
+    )
+    for spec in targets.present_fields():
+        values = targets.values_of(spec)
+        if spec.affine is None:  # a field without geometry travels unchanged (a private copy)
+            values = {a.name: None if values[a.name] is None else a.clone(values[a.name]) for a in spec.attrs}
+        else:
+            values = spec.affine(values, s, tx, ty)
+        for name, value in values.items():
+            setattr(t, name, value)
     return t
 
 
@@ -195,10 +198,11 @@ def clip_and_filter(targets: Targets, region: tuple[float, float, float, float])
     """Clip boxes to ``region`` and drop instances that did not survive; one keep mask for all fields.
 
     Survival: clipped width and height >= :data:`MIN_SIDE` and clipped area /
-    pre-clip area >= :data:`MIN_AREA_RATIO`. Keypoints outside the region get
-    visibility 0 (coordinates kept). Polygons and rotated boxes are not clipped:
-    the mask rasteriser clips to the frame, and a rotated box cut by the border
-    stays the annotated object (its clipped axis-aligned box decides survival).
+    pre-clip area >= :data:`MIN_AREA_RATIO`. Each field then applies its own
+    clip rule (keypoints outside the region get visibility 0, coordinates
+    kept). Polygons and rotated boxes have none: the mask rasteriser clips to
+    the frame, and a rotated box cut by the border stays the annotated object
+    (its clipped axis-aligned box decides survival).
 
     Args:
         targets: instances in the output frame.
@@ -215,10 +219,10 @@ def clip_and_filter(targets: Targets, region: tuple[float, float, float, float])
     ch = clipped[:, 3] - clipped[:, 1]
     keep = (cw >= MIN_SIDE) & (ch >= MIN_SIDE) & (cw * ch >= MIN_AREA_RATIO * np.maximum(pre_area, 1e-9))
     targets.boxes = clipped.astype(np.float32)
-    if targets.keypoints is not None and targets.visibility is not None and targets.keypoints.size:
-        kp = targets.keypoints
-        inside = (kp[..., 0] >= region[0]) & (kp[..., 0] < region[2]) & (kp[..., 1] >= region[1]) & (kp[..., 1] < region[3])
-        targets.visibility = np.where(inside, targets.visibility, 0.0).astype(np.float32)
+    for spec in targets.present_fields():
+        if spec.clip is not None:
+            for name, value in spec.clip(targets.values_of(spec), region).items():
+                setattr(targets, name, value)
     return targets if keep.all() else targets.filter(keep)
 
 

@@ -9,8 +9,12 @@ rasteriser, one C call for all rings).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
+from lucidyolo.data.augment.flip import hflip_targets
 from lucidyolo.structures.targets import Targets
 
 MAX_IOA = 0.30
@@ -26,18 +30,24 @@ def box_ioa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area_b[None, :], 1e-9)
 
 
-def copy_paste(image: np.ndarray, targets: Targets, apply: bool) -> tuple[np.ndarray, Targets]:
+def copy_paste(
+    image: np.ndarray, targets: Targets, apply: bool, meta: Mapping[str, Any] | None = None
+) -> tuple[np.ndarray, Targets]:
     """Paste mirrored copies of polygon instances.
 
     Args:
         image: ``(H, W, 3)`` uint8 or float32; not modified.
-        targets: instances with polygons (other tasks pass through unchanged).
+        targets: instances with polygons (targets without them pass through
+            unchanged, as do those with a field that cannot be mirrored).
         apply: the caller's Bernoulli draw.
+        meta: dataset meta for the field rules (``flip_idx``).
 
     Returns:
         Image with pasted pixels and targets with the pasted instances appended.
     """
-    if not apply or targets.polygons is None or targets.keypoints is not None or len(targets) == 0:
+    if not apply or targets.polygons is None or len(targets) == 0:
+        return image, targets
+    if not all(spec.can_flip(meta or {}) for spec in targets.present_fields()):
         return image, targets
     h, w = image.shape[:2]
     b = targets.boxes
@@ -46,11 +56,9 @@ def copy_paste(image: np.ndarray, targets: Targets, apply: bool) -> tuple[np.nda
     chosen = np.flatnonzero(ioa.max(1) < MAX_IOA)
     if chosen.size == 0:
         return image, targets
-    pasted = targets.filter(chosen)
-    pasted.boxes = mirrored[chosen].astype(np.float32)
+    pasted = hflip_targets(targets.filter(chosen), w, meta)  # every field mirrored by its own rule
     polys = pasted.polygons
     assert polys is not None
-    polys.points[:, 0] = w - polys.points[:, 0]
     lengths = polys.ring_lengths()
     rings = [polys.ring(r).astype(np.float64).ravel().tolist() for r in np.flatnonzero(lengths >= 3)]
     if not rings:

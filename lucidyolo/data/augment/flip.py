@@ -1,16 +1,18 @@
 """Horizontal flip of an image and every target field.
 
-The spec fixes the coordinate map ``x' = (W - 1) - x`` for every field. Rotated
-boxes are mirrored and re-canonicalised (negating theta alone can leave the
-canonical range), keypoints swap left/right through ``flip_idx`` together with
-their visibility.
+The spec fixes the coordinate map ``x' = (W - 1) - x`` for every field; each
+registered field mirrors by its own rule (rotated boxes are re-canonicalised,
+keypoints swap left/right through ``flip_idx`` together with their visibility).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
-from lucidyolo.structures.geometry import hflip_rboxes
+from lucidyolo.structures.fields import field_specs
 from lucidyolo.structures.targets import Targets
 
 FLIP_OFFSET = 0.0
@@ -25,39 +27,44 @@ def draw_flip(rng: np.random.Generator, p: float) -> bool:
     return bool(rng.random() < p)
 
 
-def hflip(image: np.ndarray, targets: Targets, flip_idx: list[int] | np.ndarray | None = None) -> tuple[np.ndarray, Targets]:
+def hflip(image: np.ndarray, targets: Targets, meta: Mapping[str, Any] | None = None) -> tuple[np.ndarray, Targets]:
     """Mirror left-right.
 
     Args:
         image: ``(H, W, 3)`` array.
         targets: instances in the image frame (not modified).
-        flip_idx: ``(K,)`` keypoint permutation; required when keypoints are present.
+        meta: dataset meta the field rules need (``flip_idx`` for keypoints).
 
     Returns:
         The mirrored image (contiguous copy) and mirrored targets.
     """
     w = image.shape[1]
-    return np.ascontiguousarray(image[:, ::-1]), hflip_targets(targets, w, flip_idx)
+    return np.ascontiguousarray(image[:, ::-1]), hflip_targets(targets, w, meta)
 
 
-def hflip_targets(targets: Targets, width: int, flip_idx: list[int] | np.ndarray | None = None) -> Targets:
-    """Mirror every target field of an image ``width`` pixels wide (``targets`` is not modified)."""
-    w = width
-    t = targets.clone()
-    right = w - FLIP_OFFSET
-    b = t.boxes
-    t.boxes = np.stack([right - b[:, 2], b[:, 1], right - b[:, 0], b[:, 3]], axis=1).astype(np.float32)
-    if t.polygons is not None and t.polygons.points.size:
-        t.polygons.points[:, 0] = right - t.polygons.points[:, 0]
-    if t.rboxes is not None:
-        t.rboxes = hflip_rboxes(t.rboxes, w)
-    if t.keypoints is not None:
-        if flip_idx is None:
-            raise ValueError("keypoints cannot be flipped without flip_idx")
-        idx = np.asarray(flip_idx, dtype=np.int64)
-        kp = t.keypoints.copy()
-        kp[..., 0] = right - kp[..., 0]
-        t.keypoints = kp[:, idx]
-        if t.visibility is not None:
-            t.visibility = t.visibility[:, idx]
+def can_flip(fields: Sequence[str], meta: Mapping[str, Any] | None) -> bool:
+    """Whether every field of a dataset can be mirrored with its meta (keypoints need ``flip_idx``)."""
+    return all(spec.can_flip(meta or {}) for spec in field_specs(fields))
+
+
+def hflip_targets(targets: Targets, width: int, meta: Mapping[str, Any] | None = None) -> Targets:
+    """Mirror the boxes and, through its rule, every present field of an image ``width`` pixels wide.
+
+    ``targets`` is not modified. Raises ``ValueError`` when a field cannot be
+    mirrored with ``meta`` (keypoints without ``flip_idx``): never a silent corruption.
+    """
+    right = width - FLIP_OFFSET
+    b = targets.boxes
+    t = Targets(
+        np.stack([right - b[:, 2], b[:, 1], right - b[:, 0], b[:, 3]], axis=1).astype(np.float32),
+        targets.labels.copy(), targets.difficult.copy(),
+    )
+    for spec in targets.present_fields():
+        values = targets.values_of(spec)
+        if spec.flip is None:
+            values = {a.name: None if values[a.name] is None else a.clone(values[a.name]) for a in spec.attrs}
+        else:
+            values = spec.flip(values, right, meta or {})
+        for name, value in values.items():
+            setattr(t, name, value)
     return t

@@ -9,8 +9,9 @@ draw for draw and steps never shift each other's draws.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,9 @@ class TrainAugment:
         image_hw: ``i -> (h, w)`` without decoding.
         img_size: S.
         strengths: probabilities and gains.
-        flip_idx: keypoint flip permutation; for pose, ``None`` disables flips.
+        meta: dataset meta the field rules need (``flip_idx``); a sample whose
+            fields cannot be mirrored with it (keypoints without ``flip_idx``)
+            is never flipped.
         device_hsv: draw HSV gains but leave colours to the accelerator.
     """
 
@@ -107,7 +110,7 @@ class TrainAugment:
         load_targets: Callable[[int], Targets],
         img_size: int,
         strengths: AugmentStrengths,
-        flip_idx: list[int] | None = None,
+        meta: Mapping[str, Any] | None = None,
         device_hsv: bool = False,
     ) -> None:
         self.num_images = num_images
@@ -115,7 +118,7 @@ class TrainAugment:
         self.load_targets = load_targets
         self.size = int(img_size)
         self.strengths = strengths
-        self.flip_idx = flip_idx
+        self.meta = dict(meta or {})
         self.device_hsv = device_hsv
 
     # ------------------------------------------------------------ geometry
@@ -168,12 +171,12 @@ class TrainAugment:
             partner = int(rng.integers(0, self.num_images))
             image_b, targets_b, _ = self.geometric(partner, rng, use_mosaic)
             image, targets = mixup(image, targets, image_b, targets_b, draw_mixup_lambda(rng), keep_float=self.device_hsv)
-        image, targets = copy_paste(image, targets, bool(rng.random() < st.copy_paste))
+        image, targets = copy_paste(image, targets, bool(rng.random() < st.copy_paste), self.meta)
         gains = draw_hsv_gains(rng, st.hsv_h, st.hsv_s, st.hsv_v)
-        flip = draw_flip(rng, st.flip_lr) and not (targets.keypoints is not None and self.flip_idx is None)
+        flip = draw_flip(rng, st.flip_lr) and all(f.can_flip(self.meta) for f in targets.present_fields())
         if chw:
             if flip:
-                targets = hflip_targets(targets, image.shape[1], self.flip_idx)
+                targets = hflip_targets(targets, image.shape[1], self.meta)
             if self.device_hsv:
                 out = np.empty((3, *image.shape[:2]), np.float32)
                 np.copyto(out, image.transpose(2, 0, 1)[:, :, ::-1] if flip else image.transpose(2, 0, 1))
@@ -184,5 +187,5 @@ class TrainAugment:
         if not self.device_hsv:
             image = apply_hsv(image, gains)
         if flip:
-            image, targets = hflip(image, targets, self.flip_idx)
+            image, targets = hflip(image, targets, self.meta)
         return AugmentedSample(image, targets, gains, affine)
