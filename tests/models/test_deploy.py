@@ -7,7 +7,7 @@ import copy
 import torch
 from torch import nn
 
-from lucidyolo.models.blocks import Conv
+from lucidyolo.models.conv import Conv
 from lucidyolo.models.deploy import DeployModel
 from lucidyolo.models.fuse import fuse_conv_bn
 
