@@ -31,8 +31,9 @@ def run_export(
     import torch
 
     from lucidyolo.export.onnx import export_onnx, onnx_parity
+    from lucidyolo.models.deploy import make_deploy_model
 
-    deployed = restored.model.deploy().eval()
+    deployed = make_deploy_model(restored.model)
     path = export_onnx(deployed, out, img_size=size, dynamic_batch=dynamic_batch)
     result: dict[str, Any] = {"onnx": str(path), "img_size": size, "dynamic_batch": dynamic_batch}
     info(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, {size} px, opset 17)")

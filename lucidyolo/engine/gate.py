@@ -42,9 +42,10 @@ def deployed_recall(model: Any, source: Any, img_size: int, conf: float, batch_s
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
     from lucidyolo.metrics.recall import RecallAtIoU
+    from lucidyolo.models.deploy import make_deploy_model
     from lucidyolo.structures.packed import unpack
 
-    deployed = model.deploy().eval()
+    deployed = make_deploy_model(model)
     loader = build_val_loader(ValDataset(source, img_size), batch_size, "det", val_num_workers=0)
     recall = RecallAtIoU(0.5)
     with torch.inference_mode():
