@@ -21,6 +21,7 @@ from torch import nn
 
 from lucidyolo.decode.e2e import e2e_topk
 from lucidyolo.models import create_model
+from lucidyolo.models.deploy import make_deploy_model
 from lucidyolo.structures.box_coder import ltrb_to_xyxy
 
 
@@ -71,7 +72,7 @@ def main() -> None:
     model = create_model(args.variant).eval()
     unfolded = UnfoldedDeploy(model).eval()
     full = FullEvalModel(model).eval()
-    folded = model.deploy()
+    folded = make_deploy_model(model)
     result: dict = {"benchmark": "infer", "variant": args.variant, "threads": torch.get_num_threads()}
     for batch, size in ((1, 640), (8, 320)):
         for channels_last in (False, True):

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment, background_assignment
 from lucidyolo.assign.candidates import anchors_in_boxes, stal_candidacy_boxes
-from lucidyolo.losses.iou import box_iou
+from lucidyolo.structures.box_iou import box_iou
 
 
 def alignment_table(

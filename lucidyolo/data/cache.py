@@ -10,18 +10,28 @@ unless workers persist).
 RAM budget: ``sum(3 * H * W)`` bytes over the distinct training images, per
 training process (one per device under DDP), e.g. COCO train2017 at its
 native size is ~76 GB per process. :func:`cache_bytes` computes it from the
-image headers before anything is decoded. Validation is never cached.
+sizes the reader recorded (JSON or file headers) before anything is decoded;
+the cache refuses to start when that budget, times the training processes on
+this host, exceeds the memory available (a fill that does not fit would be
+killed or swap part-way through, after minutes of decoding). The buffer is
+allocated once at that size and each image is decoded straight into its slot,
+so the peak is the buffer plus one decoded image. Validation is never cached.
 Lookups return read-only views: augmentation always renders into fresh
 storage and can never write into the cache.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import numpy as np
 
+from lucidyolo.data.shm import local_world_size
 from lucidyolo.data.source import ImageSource
+from lucidyolo.errors import ConfigError, DataError
+
+MEMINFO_PATH = "/proc/meminfo"
 
 
 def cache_bytes(source: ImageSource) -> int:
@@ -32,28 +42,107 @@ def cache_bytes(source: ImageSource) -> int:
     return int((3 * hw[:, 0] * hw[:, 1]).sum())
 
 
+def host_available_bytes(meminfo: str = MEMINFO_PATH) -> int | None:
+    """Memory a new allocation can take without swapping, or ``None`` when unknown.
+
+    Linux: ``MemAvailable`` of ``/proc/meminfo`` (free memory plus the page cache
+    the kernel can drop). Elsewhere (macOS): the physical memory size, an upper
+    bound, so only a cache larger than the whole machine is refused.
+    """
+    try:
+        with open(meminfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the value is in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _size(n: int) -> str:
+    """Bytes in the largest decimal unit that keeps the integer part non-zero (``76.3 GB``)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def check_cache_budget(need: int, files: int, available: int | None, ranks: int = 1) -> None:
+    """Refuse a cache whose bytes on this host exceed the available memory.
+
+    Args:
+        need: bytes of one process's cache (:func:`cache_bytes`).
+        files: distinct files it holds (for the message).
+        available: :func:`host_available_bytes`; ``None`` skips the check.
+        ranks: training processes on this host, each with its own cache.
+
+    Raises:
+        ConfigError: ``need * ranks > available``.
+    """
+    total = need * max(1, ranks)
+    if available is None or total <= available:
+        return
+    per = f" x {ranks} training processes on this host = {_size(total)}" if ranks > 1 else ""
+    raise ConfigError(
+        f"data.cache_train_images needs {_size(need)} ({files} distinct images, sum of 3*H*W bytes){per}, "
+        f"but this machine has {_size(available)} of memory available.",
+        why="the cache is filled at setup; a fill that does not fit is killed by the OOM killer "
+        "or swaps part-way through, after minutes of decoding.",
+        fix="Set --data.cache_train_images false (images are then decoded per sample), "
+        "or free memory / use a machine with more RAM.",
+    )
+
+
 class DecodedImageCache:
     """Decoded RGB uint8 images of one source, keyed by file path.
 
     Args:
         source: the training split.
-        decode: ``path -> (H, W, 3) uint8``; defaults to the source's own loader.
+        decode: ``index -> (H, W, 3) uint8``; defaults to the source's own loader.
+        available_bytes: memory the budget check compares against; ``"probe"``
+            (default) reads it with :func:`host_available_bytes`, ``None`` skips
+            the check.
+
+    Raises:
+        ConfigError: the cache would not fit in the available memory (checked
+            before anything is decoded).
+        DataError: a file decodes to another size than the one the reader
+            recorded for it (the slot was sized from the record).
     """
 
-    def __init__(self, source: ImageSource, decode: Callable[[int], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        source: ImageSource,
+        decode: Callable[[int], np.ndarray] | None = None,
+        *,
+        available_bytes: int | None | str = "probe",
+    ) -> None:
         decode = decode or source.load_image
         keys = np.array([str(source.image_path(i)) for i in range(len(source))], dtype=object)
         uniq, first, slot_of_index = np.unique(keys, return_index=True, return_inverse=True)
         self.num_files = int(uniq.shape[0])
-        # Decode each distinct file once; sizes come from the decoded arrays
-        # (headers can disagree with EXIF-less decoders for exotic files).
-        decoded = [decode(int(i)) for i in first]
-        shapes = np.array([d.shape[:2] for d in decoded], dtype=np.int64).reshape(-1, 2)
+        shapes = source.all_hw()[first].astype(np.int64).reshape(-1, 2)  # (F, 2) recorded h, w
         sizes = 3 * shapes[:, 0] * shapes[:, 1]
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # (F + 1,)
+        available = host_available_bytes() if isinstance(available_bytes, str) else available_bytes
+        check_cache_budget(int(offsets[-1]), self.num_files, available, local_world_size())
+
         buffer = np.empty(int(offsets[-1]), dtype=np.uint8)
-        for k, d in enumerate(decoded):
-            buffer[offsets[k] : offsets[k + 1]] = np.ascontiguousarray(d, dtype=np.uint8).reshape(-1)
+        for k, i in enumerate(first.tolist()):
+            image = decode(int(i))
+            h, w = int(shapes[k, 0]), int(shapes[k, 1])
+            if image.shape != (h, w, 3):
+                raise DataError(
+                    f"{source.image_path(int(i))}: file decodes to {image.shape[0]}x{image.shape[1]} "
+                    f"but the annotations say {h}x{w} (HxW).",
+                    why="the image cache sizes every slot from the recorded size before decoding.",
+                    fix="Correct the image's height/width in the annotations; `lucid data check` lists every mismatch.",
+                )
+            buffer[offsets[k] : offsets[k + 1]].reshape(h, w, 3)[...] = image  # any layout in, HWC out
+            del image  # only the slot keeps the pixels: the peak stays buffer + one image
         buffer.flags.writeable = False
         self._buffer = buffer
         self._offsets = offsets

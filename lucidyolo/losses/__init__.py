@@ -1,29 +1,16 @@
-"""Training losses: IoU terms, the per-branch detection loss and the progressive dual mix.
+"""Training losses: the per-branch detection loss, the progressive dual mix and the criterion.
 
-``DetectionCriterion`` lives in :mod:`lucidyolo.losses.criterion`; it is exported
-lazily because it imports the assigners, which themselves import
-:mod:`lucidyolo.losses.iou`.
+The IoU terms they use live in :mod:`lucidyolo.structures.box_iou`, shared with
+the assigners: losses import the assigners, never the other way round.
 """
 
-from typing import Any
-
 from lucidyolo.losses.branch import BranchLoss
+from lucidyolo.losses.criterion import DetectionCriterion
 from lucidyolo.losses.dual import mix_branches, progressive_alpha
-from lucidyolo.losses.iou import box_ciou, box_iou
 
 __all__ = [
     "BranchLoss",
     "DetectionCriterion",
-    "box_ciou",
-    "box_iou",
     "mix_branches",
     "progressive_alpha",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DetectionCriterion":
-        from lucidyolo.losses.criterion import DetectionCriterion
-
-        return DetectionCriterion
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment
-from lucidyolo.losses.iou import box_ciou
+from lucidyolo.structures.box_iou import box_ciou
 
 
 class BranchLoss(nn.Module):

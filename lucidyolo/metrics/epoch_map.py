@@ -194,8 +194,13 @@ class EpochMAP(Metric):
             gt_mask: ``(B, M)`` bool, True for real ground truth (M may be 0).
             image_ids: ``(B,)`` integer id of each image in the split (dataset
                 index); enables de-duplication of repeated images.
-            gt_crowd: ``(B, M)`` bool crowd flags (matched detections are
-                ignored, COCO rule); default none.
+            gt_crowd: ``(B, M)`` bool, True where a real GT row is a COCO
+                ``iscrowd`` region. Crowd rows are never positives; a detection
+                that matches no non-crowd GT of its class but covers a crowd
+                region with intersection-over-detection-area >= the IoU
+                threshold is ignored (neither TP nor FP), as pycocotools does.
+                ``None`` (default): no crowd regions (the packed training
+                batches carry no crowd flag yet).
         """
         b = dets.shape[0]
         rank, world = self._rank_world()

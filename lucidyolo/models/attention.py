@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.models.blocks import Conv
+from lucidyolo.models.conv import Conv
 
 
 class Attention(nn.Module):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from lucidyolo.models.attention import C2PSA
-from lucidyolo.models.blocks import SPPF, C3k2, Conv
+from lucidyolo.models.blocks import SPPF, C3k2
+from lucidyolo.models.conv import Conv
 from lucidyolo.models.scales import Scale
 
 

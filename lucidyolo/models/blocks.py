@@ -11,40 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-
-class Conv(nn.Module):
-    """Convolution (no bias) + BatchNorm + optional SiLU with "same" padding.
-
-    After :func:`lucidyolo.models.fuse.fold_batchnorm` the BatchNorm is an
-    ``Identity`` and the convolution carries a bias.
-
-    Args:
-        c_in: input channels.
-        c_out: output channels.
-        k: square kernel size (odd).
-        s: stride.
-        groups: convolution groups.
-        act: apply SiLU after the BatchNorm.
-    """
-
-    def __init__(
-        self, c_in: int, c_out: int, k: int = 1, s: int = 1, groups: int = 1, act: bool = True
-    ) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(c_in, c_out, k, s, padding=k // 2, groups=groups, bias=False)
-        self.bn: nn.Module = nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.1)
-        self.act: nn.Module = nn.SiLU(inplace=True) if act else nn.Identity()
-
-    def forward(self, x: Tensor) -> Tensor:
-        """``(B, c_in, H, W) -> (B, c_out, H/s, W/s)``."""
-        return self.act(self.bn(self.conv(x)))
-
-
-class DWConv(Conv):
-    """Depthwise :class:`Conv` (groups = channels); ``c_out`` must be a multiple of ``c_in``."""
-
-    def __init__(self, c_in: int, c_out: int, k: int = 3, s: int = 1, act: bool = True) -> None:
-        super().__init__(c_in, c_out, k, s, groups=c_in, act=act)
+from lucidyolo.models.attention import PSABlock
+from lucidyolo.models.conv import Conv
 
 
 class Bottleneck(nn.Module):
@@ -124,8 +92,6 @@ class C3k2(nn.Module):
         attention: bool = False,
     ) -> None:
         super().__init__()
-        from lucidyolo.models.attention import PSABlock  # local: attention imports Conv from here
-
         self.hidden = int(c_out * e)
         h = self.hidden
         self.cv1 = Conv(c_in, 2 * h, 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lucidyolo.models.blocks import Conv
+from lucidyolo.models.conv import Conv
 
 
 @torch.no_grad()
@@ -48,7 +48,7 @@ def fuse_conv_bn(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
 
 
 def fold_batchnorm(module: nn.Module) -> nn.Module:
-    """Fold every :class:`~lucidyolo.models.blocks.Conv`'s BatchNorm into its convolution, in place.
+    """Fold every :class:`~lucidyolo.models.conv.Conv`'s BatchNorm into its convolution, in place.
 
     Args:
         module: a module tree (pass a copy to keep the original untouched).

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.models.blocks import Conv, DWConv
+from lucidyolo.models.conv import Conv, DWConv
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.models.blocks import C3k2, Conv
+from lucidyolo.models.blocks import C3k2
+from lucidyolo.models.conv import Conv
 from lucidyolo.models.scales import Scale
 
 

@@ -49,7 +49,10 @@ class YOLO26(nn.Module):
          "anchors": (A, 2), "strides": (A,), ...top-level extras (e.g. "protos")}
 
     ``boxes`` are raw ``l, t, r, b`` in stride units (decode with
-    :func:`lucidyolo.structures.box_coder.ltrb_to_xyxy`).
+    :func:`lucidyolo.structures.box_coder.ltrb_to_xyxy`). The inference graph
+    (trunk + o2o, BatchNorm folded, top-k) is built from a model by
+    :func:`lucidyolo.models.deploy.make_deploy_model`; this module does not know
+    it exists, so the dependency runs one way.
 
     Args:
         scale: the variant's row of the scale table.
@@ -86,9 +89,3 @@ class YOLO26(nn.Module):
         for name, module in self.extras.items():
             out[name] = module(feats)
         return out
-
-    def deploy(self, k: int = 300) -> nn.Module:
-        """A separate inference module: trunk + o2o, BatchNorm folded, top-k decode (see ``deploy.py``)."""
-        from lucidyolo.models.deploy import make_deploy_model
-
-        return make_deploy_model(self, k=k)

@@ -10,6 +10,7 @@ from torch import nn
 
 from lucidyolo.errors import ConfigError
 from lucidyolo.models import create_model
+from lucidyolo.models.deploy import make_deploy_model
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install lucidyolo[onnx])")
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install lucidyolo[onnx])")
@@ -32,7 +33,7 @@ def _calibrated_nano(images: torch.Tensor) -> nn.Module:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[nn.Module, Path, torch.Tensor]:
     images = torch.rand(2, 3, 320, 320, generator=torch.Generator().manual_seed(7))
-    deployed = _calibrated_nano(images).deploy()
+    deployed = make_deploy_model(_calibrated_nano(images))
     path = export_onnx(deployed, tmp_path_factory.mktemp("onnx") / "yolo26n.onnx", img_size=320, dynamic_batch=True)
     return deployed, path, images
 

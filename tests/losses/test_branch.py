@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from lucidyolo.assign import Assignment
-from lucidyolo.losses import BranchLoss, box_ciou
+from lucidyolo.losses import BranchLoss
+from lucidyolo.structures.box_iou import box_ciou
 
 
 def _one_positive(weight: float, stride: float = 16.0):

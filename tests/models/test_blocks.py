@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from lucidyolo.models.attention import C2PSA, Attention, PSABlock
-from lucidyolo.models.blocks import SPPF, Bottleneck, C3k, C3k2, Conv, DWConv
+from lucidyolo.models.blocks import SPPF, Bottleneck, C3k, C3k2
+from lucidyolo.models.conv import Conv, DWConv
 from lucidyolo.models.scales import SCALES
 
 

@@ -7,8 +7,8 @@ import copy
 import torch
 from torch import nn
 
-from lucidyolo.models.blocks import Conv
-from lucidyolo.models.deploy import DeployModel
+from lucidyolo.models.conv import Conv
+from lucidyolo.models.deploy import DeployModel, make_deploy_model
 from lucidyolo.models.fuse import fuse_conv_bn
 
 
@@ -31,7 +31,7 @@ def test_deploy_raw_o2o_equals_full_model_in_eval(calibrated_nano) -> None:
     this randomly initialised trunk (~3e-3 on raw boxes, measured against float64)
     cannot hide a wrong fold."""
     model = copy.deepcopy(calibrated_nano).double()
-    deployed = model.deploy()
+    deployed = make_deploy_model(model)
     images = torch.rand(2, 3, 160, 224, dtype=torch.float64)
     with torch.no_grad():
         full = model(images)
@@ -43,7 +43,7 @@ def test_deploy_raw_o2o_equals_full_model_in_eval(calibrated_nano) -> None:
 
 
 def test_deploy_float32_stays_within_rounding_noise(calibrated_nano) -> None:
-    deployed = calibrated_nano.deploy()
+    deployed = make_deploy_model(calibrated_nano)
     images = torch.rand(2, 3, 160, 224)
     with torch.no_grad():
         full = calibrated_nano(images)["o2o"]
@@ -54,7 +54,7 @@ def test_deploy_float32_stays_within_rounding_noise(calibrated_nano) -> None:
 
 
 def test_deploy_folds_every_batchnorm_and_drops_o2m(calibrated_nano) -> None:
-    deployed = calibrated_nano.deploy()
+    deployed = make_deploy_model(calibrated_nano)
     assert isinstance(deployed, DeployModel)
     assert not any(isinstance(m, nn.BatchNorm2d) for m in deployed.modules())
     assert all(m.conv.bias is not None for m in deployed.modules() if isinstance(m, Conv))
@@ -65,7 +65,7 @@ def test_deploy_folds_every_batchnorm_and_drops_o2m(calibrated_nano) -> None:
 
 def test_deploy_leaves_original_untouched(calibrated_nano) -> None:
     before = {k: v.clone() for k, v in calibrated_nano.state_dict().items()}
-    calibrated_nano.deploy()
+    make_deploy_model(calibrated_nano)
     after = calibrated_nano.state_dict()
     assert before.keys() == after.keys()
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -73,7 +73,7 @@ def test_deploy_leaves_original_untouched(calibrated_nano) -> None:
 
 
 def test_deploy_forward_returns_sorted_top300(calibrated_nano) -> None:
-    deployed = calibrated_nano.deploy()
+    deployed = make_deploy_model(calibrated_nano)
     with torch.no_grad():
         dets = deployed(torch.rand(3, 3, 128, 128))
     assert dets.shape == (3, 300, 6)
@@ -84,7 +84,7 @@ def test_deploy_forward_returns_sorted_top300(calibrated_nano) -> None:
 
 
 def test_baked_anchors_match_dynamic_anchors(calibrated_nano) -> None:
-    deployed = calibrated_nano.deploy()
+    deployed = make_deploy_model(calibrated_nano)
     images = torch.rand(1, 3, 96, 64)
     with torch.no_grad():
         dynamic = deployed(images)

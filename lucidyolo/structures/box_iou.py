@@ -5,6 +5,9 @@ penalty ``rho^2 / c^2`` (``c`` the diagonal of the smallest enclosing box) and a
 aspect-ratio penalty ``alpha * v``. Both functions accept any broadcastable
 leading shapes, so the assigner can form a ``(B, M, A)`` IoU table from
 ``(B, M, 1, 4)`` and ``(B, 1, A, 4)`` without copying boxes.
+
+Box geometry shared by the assigners (IoU table) and the branch loss (CIoU):
+it lives below both so neither imports the other for it.
 """
 
 from __future__ import annotations

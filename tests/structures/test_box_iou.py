@@ -7,7 +7,7 @@ import torch
 from torchvision.ops import box_iou as tv_box_iou
 from torchvision.ops import complete_box_iou as tv_complete_box_iou
 
-from lucidyolo.losses import box_ciou, box_iou
+from lucidyolo.structures.box_iou import box_ciou, box_iou
 
 
 def _random_boxes(n: int, seed: int) -> torch.Tensor:
