@@ -30,7 +30,7 @@ from lucidyolo.data.loader import build_train_loader
 
 
 def _source(data_root: str | None):
-    from lucidyolo.data.source import open_source
+    from lucidyolo.data.layouts import open_source
 
     default = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "coco128_coco"
     root = Path(data_root) if data_root else default

@@ -123,7 +123,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     if spec.make_synthetic is None or spec.build_model is None:
         return done
     from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.source import open_source
+    from lucidyolo.data.layouts import open_source
     from lucidyolo.structures.packed import collate_packed, unpack
 
     work = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"lucid-check-{spec.name}-"))

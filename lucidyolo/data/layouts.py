@@ -233,3 +233,40 @@ def open_splits(
     for s in splits[1:]:
         check_same_categories(first, out[s])
     return out
+
+
+def open_source(
+    data_root: Path | str | None,
+    split: str,
+    fields: tuple[str, ...] = (),
+    layout: str | None = None,
+    **explicit_paths: Path | str | None,
+) -> ImageSource:
+    """Resolve a dataset root (or explicit paths) and read one split.
+
+    Args:
+        data_root: dataset root (COCO container, YOLO root or DOTA root);
+            ``None`` when explicit paths are given.
+        split: ``"train"`` or ``"val"`` (any name the layout has).
+        fields: the task's instance fields (``TaskSpec.fields``); they pick
+            the label format and the annotation file convention.
+        layout: force a layout (``coco``, ``coco-2017``, ``coco-split``,
+            ``coco-images``, ``coco-export``, ``yolo``, ``dota``) when a root
+            matches several; ``None`` = detect.
+        **explicit_paths: ``train_images``, ``train_ann_file``, ``val_images``,
+            ``val_ann_file`` overrides (COCO JSON + image folder).
+
+    Returns:
+        The split as an :class:`ImageSource`.
+
+    Raises:
+        DataError: the root matches no layout, several layouts, or its files
+            are malformed (message names ``file:line``).
+    """
+    return read_split(
+        None if data_root is None else Path(data_root),
+        split,
+        tuple(fields),
+        layout=layout,
+        explicit_paths={k: v for k, v in explicit_paths.items() if v is not None},
+    )

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.data.source import ImageSource, open_source
+from lucidyolo.data.layouts import open_source
+from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import ConfigError, DataError
 from lucidyolo.tasks.api import TaskSpec
 

@@ -11,7 +11,7 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.data.coco_gt import build_coco_gt
-from lucidyolo.data.source import open_source
+from lucidyolo.data.layouts import open_source
 from tests.task_fields import fields_of
 
 

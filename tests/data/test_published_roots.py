@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lucidyolo.data.source import open_source
+from lucidyolo.data.layouts import open_source
 from tests.conftest import run_lucid
 from tests.task_fields import fields_of
 

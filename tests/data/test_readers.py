@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from lucidyolo.data.coco import keypoint_flip_idx
-from lucidyolo.data.layouts import open_splits
-from lucidyolo.data.source import ImageSource, open_source
+from lucidyolo.data.layouts import open_source, open_splits
+from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import DataError
 from tests.task_fields import fields_of
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lucidyolo.data.check import check_dataset
-from lucidyolo.data.source import open_source
+from lucidyolo.data.layouts import open_source
 from tests.task_fields import fields_of
 
 from ..conftest import real_data_root

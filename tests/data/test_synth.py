@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from lucidyolo.data.source import open_source
+from lucidyolo.data.layouts import open_source
 from lucidyolo.data.synth import write_synthetic
 from lucidyolo.errors import DataError
 from tests.task_fields import fields_of

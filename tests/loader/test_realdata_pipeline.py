@@ -20,7 +20,7 @@ def coco128():
     root = real_data_root()
     if root is None or not (root / "coco128_coco").is_dir():
         pytest.skip("real data (../shared/data/coco128_coco or LUCID_REAL_DATA) is absent")
-    from lucidyolo.data.source import open_source
+    from lucidyolo.data.layouts import open_source
 
     return open_source(root / "coco128_coco", "train", fields_of("seg"))
 
