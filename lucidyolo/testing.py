@@ -128,9 +128,14 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
 
     work = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"lucid-check-{spec.name}-"))
     root = Path(spec.make_synthetic(work / "data", num_images, img_size, 0))
-    source = open_source(root, "train", spec.fields)
+    if spec.read_split is not None:
+        source = spec.read_split(root=root, split="train", fields=spec.fields, layout=None, explicit_paths={})
+    else:
+        source = open_source(root, "train", spec.fields)
     assert 0 < len(source) <= num_images, f"make_synthetic wrote {len(source)} train images, asked for {num_images}"
     done["make_synthetic"] = f"{len(source)} images, {source.num_instances} instances"
+    if spec.read_split is not None:
+        done["read_split"] = source.layout
     dataset = ValDataset(source, img_size)
     images, gt, meta = unpack(collate_packed([dataset[i] for i in range(len(source))], spec.fields), "cpu")
     num_classes = len(source.class_names)

@@ -30,9 +30,10 @@ def check(
 
     if data_root is None and train_images is None and val_images is None:
         raise DataError("No dataset given.", fix="Pass --data-root PATH (or --train-images/--train-ann-file).")
+    reader = None
     if task is not None:
         spec = get_task(task)
-        fields, name = spec.fields, spec.name
+        fields, name, reader = spec.fields, spec.name, spec.read_split
     else:
         fields = infer_fields(data_root, layout) if data_root is not None and data_root.exists() else ()
         found = task_for_fields(fields)
@@ -41,6 +42,7 @@ def check(
         data_root,
         fields=fields,
         task=name,
+        reader=reader,
         layout=layout,
         splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
         decode=decode,

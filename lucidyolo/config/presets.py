@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,22 @@ import yaml
 
 from lucidyolo.errors import ConfigError
 
+PACKAGED = "lucidyolo.config"
+"""The package whose ``presets/`` folder holds lucidyolo's own presets."""
 
-def preset_names() -> list[str]:
-    """File names of the packaged presets, e.g. ``det_nano_smoke.yaml``."""
-    root = resources.files("lucidyolo.config").joinpath("presets")
-    return sorted(p.name for p in root.iterdir() if p.name.endswith(".yaml"))
+
+def _preset_dir(package: str) -> Any:
+    return resources.files(package).joinpath("presets")
+
+
+def preset_names(packages: Sequence[str] = ()) -> list[str]:
+    """File names of the presets of lucidyolo and of ``packages`` (plugins), e.g. ``det_nano_smoke.yaml``."""
+    names: set[str] = set()
+    for package in (PACKAGED, *packages):
+        folder = _preset_dir(package)
+        if folder.is_dir():
+            names.update(p.name for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(names)
 
 
 def _read_yaml(text: str, origin: str) -> dict[str, Any]:
@@ -38,19 +50,20 @@ def is_preset_name(name: str) -> bool:
     return Path(name).name == name and not Path(name).exists()
 
 
-def load_config_source(name: str) -> tuple[dict[str, Any], bool]:
-    """Read a preset by bare name or a user file by path.
+def load_config_source(name: str, packages: Sequence[str] = ()) -> tuple[dict[str, Any], bool]:
+    """Read a preset by bare name (lucidyolo's, then those of ``packages``) or a user file by path.
 
     Returns:
         the mapping and whether it came from a packaged preset.
     """
     if is_preset_name(name):
-        names = preset_names()
+        names = preset_names(packages)
         candidates = [name, f"{name}.yaml"]
         for cand in candidates:
-            if cand in names:
-                text = resources.files("lucidyolo.config").joinpath("presets", cand).read_text()
-                return _read_yaml(text, f"preset {cand}"), True
+            for package in (PACKAGED, *packages):
+                path = _preset_dir(package).joinpath(cand)
+                if path.is_file():
+                    return _read_yaml(path.read_text(), f"preset {cand}"), True
         close = difflib.get_close_matches(name, names, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(

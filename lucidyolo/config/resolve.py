@@ -161,7 +161,8 @@ def resolve_config(
     Raises:
         ConfigError: unknown keys, bad values, a config for another task, a rule violation.
     """
-    loaded = [load_config_source(name) for name in configs or []]
+    packages = (spec.presets_package,) if spec.presets_package else ()
+    loaded = [load_config_source(name, packages) for name in configs or []]
     merged: dict[str, Any] = {}
     for data, _ in [x for x in loaded if x[1]] + [x for x in loaded if not x[1]]:
         merged = deep_merge(merged, data)

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
 
 from lucidyolo.data.shm import batch_nbytes, local_world_size, shm_free_bytes, shm_worker_cap
 from lucidyolo.errors import UserError
+from lucidyolo.structures.fields import field_specs
 from lucidyolo.structures.packed import PackedBatch, collate_packed
 
 _DEATH_SIGNS = (
@@ -275,7 +276,7 @@ def build_train_loader(
         batch_size=batch_size,
         sampler=sampler,
         drop_last=drop_last,
-        collate_fn=partial(collate_packed, fields=tuple(fields)),
+        collate_fn=partial(collate_packed, fields=field_specs(fields)),
         generator=generator,
         **_loader_kwargs(workers, prefetch_factor, persistent_workers, pin_memory),
     )
@@ -309,7 +310,7 @@ def build_val_loader(
         dataset,
         batch_size=batch_size,
         sampler=sampler,
-        collate_fn=partial(collate_packed, fields=tuple(fields)),
+        collate_fn=partial(collate_packed, fields=field_specs(fields)),
         **_loader_kwargs(workers, prefetch_factor, False, pin_memory),
     )
 

@@ -55,6 +55,7 @@ class ImageSource:
         labels: np.ndarray,
         difficult: np.ndarray,
         extra: dict[str, Any] | None = None,
+        image_extra: dict[str, np.ndarray] | None = None,
         num_keypoints: int | None = None,
         flip_idx: list[int] | None = None,
         ann_file: Path | None = None,
@@ -80,6 +81,8 @@ class ImageSource:
         self._difficult = np.asarray(difficult, dtype=bool)
         # every instance of the split as one Targets; targets(i) slices image i's range out of it
         self._all = Targets(self._boxes, self._labels, self._difficult, **dict(extra or {}))
+        # per-image targets (a class label): one row per image, attached by targets(i)
+        self._image_extra = {k: np.asarray(v) for k, v in (image_extra or {}).items()}
         n = len(self._image_ids)
         if self._rel_paths.shape[0] != n or self._hw.shape[0] != n or self._inst_offsets.shape[0] != n + 1:
             raise ValueError("ImageSource arrays disagree on the image count")
@@ -128,7 +131,16 @@ class ImageSource:
 
         Returns fresh arrays: the caller may mutate them in place.
         """
-        return self._all.slice(int(self._inst_offsets[i]), int(self._inst_offsets[i + 1]))
+        t = self._all.slice(int(self._inst_offsets[i]), int(self._inst_offsets[i + 1]))
+        for name, rows in self._image_extra.items():
+            setattr(t, name, rows[i].copy())
+        return t
+
+    def image_values(self, name: str) -> np.ndarray:
+        """``(N_images, ...)`` a per-image target of every image (read-only view)."""
+        v = self._image_extra[name].view()
+        v.flags.writeable = False
+        return v
 
     # ------------------------------------------------------------ whole split
     def instance_counts(self) -> np.ndarray:
@@ -201,9 +213,11 @@ class SourceBuilder:
         layout: str = "",
     ) -> ImageSource:
         """Pack everything added so far into an :class:`ImageSource`."""
-        template = Targets.empty_for_fields(self.fields, self.num_keypoints)
-        parts = self._targets or [template]
-        joined = Targets.concat(parts) if self._targets else template
+        template, _ = Targets.empty_for_fields(self.fields, self.num_keypoints).split_image_targets()
+        split = [t.split_image_targets() for t in self._targets]
+        joined = Targets.concat([t for t, _ in split]) if split else template
+        image_names = {name for _, image in split for name in image}
+        image_extra = {name: np.stack([image[name] for _, image in split]) for name in image_names}
         counts = np.array([len(t) for t in self._targets], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         paths = np.array(self._paths, dtype=np.bytes_) if self._paths else np.zeros(0, dtype="S1")
@@ -220,6 +234,7 @@ class SourceBuilder:
             labels=joined.labels,
             difficult=joined.difficult,
             extra=joined.extra,
+            image_extra=image_extra,
             num_keypoints=self.num_keypoints if "keypoints" in self.fields else None,
             flip_idx=flip_idx,
             ann_file=ann_file,

@@ -47,12 +47,15 @@ def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
 
 def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str) -> ImageSource:
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
+    explicit = {f"{which}_images": getattr(cfg.data, f"{which}_images"),
+                f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")}
+    if spec.read_split is not None:  # the task reads its own layout (e.g. class folders)
+        if root is None:
+            raise DataError(f"Task {spec.name!r} needs `--data-root`.", fix="Pass --data-root PATH.")
+        return spec.read_split(root=root, split=split, fields=spec.fields, layout=cfg.data.layout,
+                               explicit_paths={k: v for k, v in explicit.items() if v is not None})
     try:
-        return open_source(
-            root, split, spec.fields, layout=cfg.data.layout,
-            **{f"{which}_images": getattr(cfg.data, f"{which}_images"),
-               f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")},
-        )
+        return open_source(root, split, spec.fields, layout=cfg.data.layout, **explicit)
     except DataError as err:
         if which != "val" or "matches no dataset convention" not in err.what:
             raise

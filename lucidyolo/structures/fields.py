@@ -46,6 +46,11 @@ class AttrSpec:
         meta_dims: for each ``None`` in ``shape``, the dataset-meta key giving it
             (``num_keypoints``), used to build an empty value.
         ragged: the value is a :class:`Polygons` (ragged rings), not an array.
+        per_image: an image-level target (a class label, a flag): the value has
+            no instance axis (shape ``shape``), selecting instances keeps it, and
+            joining several images' targets (mosaic, mixup) keeps the first
+            (the main image's). ``fill`` is its value when unknown.
+        fill: the empty value of a per-image attribute.
     """
 
     name: str
@@ -53,11 +58,15 @@ class AttrSpec:
     shape: tuple[int | None, ...] = ()
     meta_dims: tuple[str, ...] = ()
     ragged: bool = False
+    per_image: bool = False
+    fill: float = 0
 
     # ------------------------------------------------------------ container ops
     def coerce(self, value: Any) -> Any:
         if self.ragged:
             return value
+        if self.per_image:
+            return np.asarray(value, dtype=self.dtype).reshape(self.shape)
         arr = np.asarray(value, dtype=self.dtype)
         if None in self.shape:
             return arr if arr.ndim == 1 + len(self.shape) else arr.reshape(arr.shape[0], *(-1 if d is None else d for d in self.shape))
@@ -66,20 +75,30 @@ class AttrSpec:
     def empty(self, meta: Mapping[str, Any]) -> Any:
         if self.ragged:
             return Polygons.empty()
+        if self.per_image:
+            return np.full(self.shape, self.fill, self.dtype)
         dims = iter(self.meta_dims)
         shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
         return np.zeros((0, *shape), self.dtype)
 
     def empty_like(self, value: Any) -> Any:
+        if self.per_image:
+            return value.copy()  # the image keeps its image-level target without instances
         return Polygons.empty() if self.ragged else value[:0].copy()
 
     def select(self, value: Any, keep: np.ndarray, n: int) -> Any:
+        if self.per_image:
+            return value.copy()
         return value.filter(keep, n) if self.ragged else value[keep]
 
     def slice(self, value: Any, start: int, stop: int) -> Any:
+        if self.per_image:
+            return value.copy()
         return value.slice_instances(start, stop) if self.ragged else value[start:stop].copy()
 
     def concat(self, values: Sequence[Any], sizes: Sequence[int]) -> Any:
+        if self.per_image:
+            return values[0].copy()  # the main image's (mosaic tile 0, mixup's first image)
         if self.ragged:
             return Polygons.concat(values, sizes)
         return np.concatenate(values, axis=0)
@@ -90,6 +109,10 @@ class AttrSpec:
     def validate(self, value: Any, n: int) -> None:
         if self.ragged:
             value.validate(n)
+            return
+        if self.per_image:
+            if value.shape != self.shape or value.dtype != np.dtype(self.dtype):
+                raise ValueError(f"{self.name} is {value.shape} {value.dtype}, expected {self.shape} {np.dtype(self.dtype)}")
             return
         if value.shape[0] != n or value.ndim != 1 + len(self.shape) or any(
             d is not None and d != got for d, got in zip(self.shape, value.shape[1:], strict=True)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lucidyolo.structures.fields import field_specs, pad_rows
+from lucidyolo.structures.fields import FieldSpec, field_specs, get_field, pad_rows
 
 
 @dataclass
@@ -90,20 +90,25 @@ class PackedBatch:
         return self._map(lambda t: t.pin_memory())
 
 
-def collate_packed(samples: Sequence[Any], fields: Sequence[str] = ()) -> PackedBatch:
+def collate_packed(samples: Sequence[Any], fields: Sequence[str | FieldSpec] = ()) -> PackedBatch:
     """Pack :class:`~lucidyolo.data.datasets.Sample` objects into one :class:`PackedBatch`.
 
     Args:
         samples: B samples with ``image``, ``targets``, ``index``, ``orig_hw``,
             ``letterbox`` and ``hsv_gains``.
-        fields: the task's instance fields beyond boxes/labels/difficult
-            (``TaskSpec.fields``); each packs through its registered rule.
+        fields: the task's fields beyond boxes/labels/difficult
+            (``TaskSpec.fields``), by name or as resolved specs; each packs
+            through its rule. Loaders bind the specs themselves: a spec pickles
+            by reference to its module, so a worker that unpickles it imports
+            (and registers) a plugin's field without any import side effect
+            of its own.
 
     Returns:
         The packed batch; its tensor count depends only on ``fields`` and on
         whether HSV gains are carried.
     """
-    specs = field_specs(fields)
+    specs = tuple(f if isinstance(f, FieldSpec) else get_field(f) for f in fields)
+    specs = tuple(dict.fromkeys(specs))  # keypoints + visibility resolve to one spec
     targets = [s.targets for s in samples]
     counts = np.array([len(t) for t in targets], dtype=np.int64)
     images = torch.stack([s.image for s in samples])  # (B, 3, S, S)
@@ -123,7 +128,7 @@ def collate_packed(samples: Sequence[Any], fields: Sequence[str] = ()) -> Packed
         difficult=torch.from_numpy(np.concatenate([t.difficult for t in targets]).astype(bool)),
         meta=torch.from_numpy(meta),
         fields=packed,
-        fields_order=tuple(fields),
+        fields_order=tuple(s.name for s in specs),
         hsv_gains=hsv,
     )
 

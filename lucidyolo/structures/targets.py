@@ -175,6 +175,13 @@ class Targets:
             **{name: spec.clone(v) for name, spec, v in self._present()},
         )
 
+    def split_image_targets(self) -> tuple[Targets, dict[str, Any]]:
+        """``(targets without per-image attributes, {per-image attribute: value})``."""
+        image = {name: v for name, spec, v in self._present() if spec.per_image}
+        rest = Targets(self.boxes, self.labels, self.difficult,
+                       **{name: v for name, v in self.extra.items() if name not in image})
+        return rest, image
+
     def values_of(self, spec: FieldSpec) -> dict[str, Any]:
         """``spec``'s attributes of this image (``None`` where absent), as its rules receive them."""
         return {a.name: self.extra.get(a.name) for a in spec.attrs}

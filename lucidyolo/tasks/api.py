@@ -56,6 +56,13 @@ Training (``lucid fit``)
     ``batch_meta`` the :func:`~lucidyolo.structures.packed.unpack` meta
     (``index (B,)``, ``orig_hw (B, 2)``, ``letterbox (B, 3)``).
 
+``read_split(root, split, fields, layout, explicit_paths) -> ImageSource``
+    Reads one split of a dataset root the built-in readers do not know (e.g.
+    class folders). ``None``: the built-in COCO / YOLO / DOTA readers, which
+    read ``fields`` by their label conventions. The returned
+    :class:`~lucidyolo.data.source.ImageSource` may carry per-image targets
+    (a registered per-image field) besides instances.
+
 ``make_synthetic(out_dir, num_images, img_size, seed) -> pathlib.Path``
     Writes the task's synthetic set (real image files + labels) and returns a
     dataset root the task's readers accept. Used by the gate and the embedded
@@ -233,7 +240,9 @@ class TaskSpec:
     fields the task reads beyond ``boxes``, ``labels`` and ``difficult``
     (``polygons``, ``rboxes``, ``keypoints`` + ``visibility``, or a plugin's own);
     ``meta_keys`` the dataset meta it needs (saved in checkpoints). ``eval_img_size``
-    and ``eval_batch_size`` are ``lucid eval``'s defaults. See the module
+    and ``eval_batch_size`` are ``lucid eval``'s defaults. ``presets_package``
+    names an importable package whose ``presets/`` folder holds the task's own
+    YAML presets (found by bare name like the packaged ones). See the module
     docstring for each hook's contract and tensor shapes.
     """
 
@@ -251,6 +260,8 @@ class TaskSpec:
     metrics: MetricSpec = field(default_factory=MetricSpec)
     eval_img_size: int = 640
     eval_batch_size: int = 32
+    presets_package: str | None = None
+    read_split: Callable[..., Any] | None = None
     build_model: Callable[..., Any] | None = None
     build_criterion: Callable[..., Any] | None = None
     decode: Callable[..., Any] | None = None
@@ -264,7 +275,7 @@ class TaskSpec:
     export: ExportSpec | None = None
 
     HOOKS = (
-        "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
+        "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
         "evaluate", "predict", "draw",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""

@@ -1,0 +1,52 @@
+"""The ``cls`` task: image classification on the YOLO26 backbone (torch-free; hooks load lazily)."""
+
+from __future__ import annotations
+
+from lucidyolo.config.schema import ModelConfig
+from lucidyolo.tasks.api import ExportSpec, MetricSpec, TaskCapabilities, TaskSpec, lazy_hook
+from pydantic import Field
+
+import lucidyolo_cls.fields  # noqa: F401  (registers the image_class field)
+
+
+class ClsModelConfig(ModelConfig):
+    """Classification options beyond the shared ones (the detection gains are unused)."""
+
+    task: str = "cls"
+    label_smoothing: float = Field(0.1, ge=0, lt=1, description="cross-entropy label smoothing")
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout before the linear layer")
+
+
+_HOOKS = "lucidyolo_cls.hooks"
+
+SPEC = TaskSpec(
+    name="cls",
+    aliases=("classify",),
+    description="one class per image (class folders: root/{train,val}/<class_name>/*.jpg)",
+    config_model=ClsModelConfig,
+    capabilities=TaskCapabilities(multi_device=True, export=True),
+    api_version=(2, 0),
+    fields=("image_class",),
+    loss_terms=("ce",),
+    metrics=MetricSpec(
+        keys=("val/top1", "val/top5"),
+        primary="val/top1",
+        columns={"val/top1": "metrics/accuracy_top1", "val/top5": "metrics/accuracy_top5"},
+    ),
+    default_preset="cls_nano_synthetic.yaml",
+    synthetic_preset="cls_nano_synthetic.yaml",
+    presets_package="lucidyolo_cls",
+    eval_img_size=224,
+    eval_batch_size=32,
+    read_split=lazy_hook("lucidyolo_cls.folders:read_class_folders"),
+    make_synthetic=lazy_hook("lucidyolo_cls.synthetic:make_synthetic"),
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
+    predict=lazy_hook(f"{_HOOKS}:predict"),
+    draw=lazy_hook(f"{_HOOKS}:draw"),
+    export=ExportSpec(outputs=("probs",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")),
+)
