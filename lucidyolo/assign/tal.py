@@ -19,12 +19,17 @@ float32 (``u^6`` underflows in half precision).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment, background_assignment
 from lucidyolo.assign.candidates import anchors_in_boxes, stal_candidacy_boxes
 from lucidyolo.structures.box_iou import box_iou
+
+PairIoU = Callable[[Tensor, Tensor], Tensor]
+Candidacy = Callable[[Tensor, Tensor], Tensor]
 
 
 def alignment_table(
@@ -34,6 +39,7 @@ def alignment_table(
     gt_boxes: Tensor,
     alpha: float,
     beta: float,
+    pair_iou: PairIoU = box_iou,
 ) -> tuple[Tensor, Tensor]:
     """Alignment ``t = s^alpha * u^beta`` and IoU ``u`` for every GT/anchor pair.
 
@@ -42,11 +48,13 @@ def alignment_table(
 
     Args:
         pred_scores: ``(B, A, C)`` probabilities.
-        pred_boxes: ``(B, A, 4)`` decoded xyxy px.
+        pred_boxes: ``(B, A, D)`` decoded boxes (xyxy px, ``D = 4``, by default).
         gt_labels: ``(B, M)`` long (padding may hold any value).
-        gt_boxes: ``(B, M, 4)`` xyxy px.
+        gt_boxes: ``(B, M, D)`` boxes in the same form.
         alpha: exponent of the class score.
         beta: exponent of the IoU.
+        pair_iou: overlap of broadcast pairs ``(B, M, 1, D), (B, 1, A, D) -> (B, M, A)``
+            (axis-aligned IoU; a rotated task passes its ProbIoU).
 
     Returns:
         align: ``(B, M, A)`` alignment.
@@ -56,7 +64,7 @@ def alignment_table(
     m = gt_labels.shape[1]
     labels = gt_labels.clamp(0, c - 1).unsqueeze(-1).expand(b, m, a)  # (B, M, A)
     scores = pred_scores.transpose(1, 2).gather(1, labels)  # (B, M, A)
-    iou = box_iou(gt_boxes.unsqueeze(2), pred_boxes.unsqueeze(1))  # (B, M, A)
+    iou = pair_iou(gt_boxes.unsqueeze(2), pred_boxes.unsqueeze(1))  # (B, M, A)
     align = scores.pow(alpha) * iou.pow(beta)
     return align, iou
 
@@ -114,10 +122,10 @@ def build_targets(
         align: ``(B, M, A)`` alignment.
         iou: ``(B, M, A)`` IoU.
         gt_labels: ``(B, M)`` long.
-        gt_boxes: ``(B, M, 4)`` xyxy px.
+        gt_boxes: ``(B, M, D)`` boxes (xyxy px for detection).
 
     Returns:
-        The :class:`Assignment`.
+        The :class:`Assignment` (``boxes (B, A, D)``).
     """
     fg = positives.any(1)  # (B, A)
     gt_index = positives.to(torch.uint8).argmax(1)  # (B, A); 0 where background, masked below
@@ -127,7 +135,7 @@ def build_targets(
     tiny = torch.finfo(align.dtype).tiny
     weights = (pos_align * max_iou / max_align.clamp(min=tiny)).amax(1)  # (B, A); one GT per anchor
     labels = gt_labels.gather(1, gt_index)  # (B, A)
-    boxes = gt_boxes.gather(1, gt_index.unsqueeze(-1).expand(-1, -1, 4))  # (B, A, 4)
+    boxes = gt_boxes.gather(1, gt_index.unsqueeze(-1).expand(-1, -1, gt_boxes.shape[-1]))  # (B, A, D)
     return Assignment(
         labels=torch.where(fg, labels, torch.full_like(labels, -1)),
         boxes=boxes * fg.unsqueeze(-1),
@@ -147,6 +155,12 @@ class TaskAlignedAssigner(nn.Module):
         min_side: STAL threshold in px; GT sides shorter than this are widened for
             candidacy. ``None`` gives plain TAL candidacy.
         surrogate_side: STAL side length in px that replaces a short side.
+        pair_iou: overlap of broadcast box pairs (default: axis-aligned IoU of
+            xyxy boxes); see :func:`alignment_table`.
+        candidacy: ``candidacy(anchors (A, 2), gt_boxes (B, M, D)) -> (B, M, A)``
+            bool; default: anchor centre inside the (STAL-widened) xyxy box.
+            A task with other box forms (rotated) passes its own pair: the
+            selection, conflict resolution and targets are shared.
     """
 
     def __init__(
@@ -156,8 +170,12 @@ class TaskAlignedAssigner(nn.Module):
         beta: float = 6.0,
         min_side: float | None = 8.0,
         surrogate_side: float = 16.0,
+        pair_iou: PairIoU | None = None,
+        candidacy: Candidacy | None = None,
     ) -> None:
         super().__init__()
+        self.pair_iou: PairIoU = pair_iou or box_iou
+        self.candidacy = candidacy
         if topk < 1:
             raise ValueError(f"topk must be >= 1, got {topk}")
         self.topk = topk
@@ -173,7 +191,9 @@ class TaskAlignedAssigner(nn.Module):
         )
 
     def candidates(self, anchors: Tensor, gt_boxes: Tensor, gt_mask: Tensor) -> Tensor:
-        """``(B, M, A)`` bool candidacy of anchors ``(A, 2)`` for GTs ``(B, M, 4)`` under mask ``(B, M)``."""
+        """``(B, M, A)`` bool candidacy of anchors ``(A, 2)`` for GTs ``(B, M, D)`` under mask ``(B, M)``."""
+        if self.candidacy is not None:
+            return self.candidacy(anchors, gt_boxes) & gt_mask.unsqueeze(-1)
         boxes = gt_boxes
         if self.min_side is not None:
             boxes = stal_candidacy_boxes(gt_boxes, self.min_side, self.surrogate_side)
@@ -197,10 +217,10 @@ class TaskAlignedAssigner(nn.Module):
 
         Args:
             pred_scores: ``(B, A, C)`` class probabilities (detached or not; no grad flows).
-            pred_boxes: ``(B, A, 4)`` decoded predicted xyxy px.
+            pred_boxes: ``(B, A, D)`` decoded predicted boxes (xyxy px by default).
             anchors: ``(A, 2)`` anchor centres px.
             gt_labels: ``(B, M)`` long class index.
-            gt_boxes: ``(B, M, 4)`` xyxy px.
+            gt_boxes: ``(B, M, D)`` boxes in the same form.
             gt_mask: ``(B, M)`` bool, True for real GTs.
 
         Returns:
@@ -210,14 +230,14 @@ class TaskAlignedAssigner(nn.Module):
         b, a, _ = pred_scores.shape
         dtype = torch.promote_types(pred_scores.dtype, torch.float32)
         if gt_boxes.shape[1] == 0:  # shape-only branch: fine for torch.compile guards
-            return background_assignment(b, a, dtype, pred_scores.device)
+            return background_assignment(b, a, dtype, pred_scores.device, box_dim=gt_boxes.shape[-1])
         pred_scores = pred_scores.to(dtype)
         pred_boxes = pred_boxes.to(dtype)
         gt_boxes = gt_boxes.to(dtype)
         anchors = anchors.to(dtype)
         gt_mask = gt_mask.bool()
         align, iou = alignment_table(
-            pred_scores, pred_boxes, gt_labels, gt_boxes, self.alpha, self.beta
+            pred_scores, pred_boxes, gt_labels, gt_boxes, self.alpha, self.beta, self.pair_iou
         )
         positives = self.positives(align, self.candidates(anchors, gt_boxes, gt_mask))
         return build_targets(positives, align, iou, gt_labels, gt_boxes)

@@ -29,7 +29,9 @@ def nms_decode(
     Returns:
         dets: ``(B, max_det, 6)`` rows ``[x1, y1, x2, y2, score, class]`` sorted by
             decreasing score, zero rows as padding.
-        counts: ``(B,)`` long number of valid rows per image.
+        kept_index: ``(B, max_det)`` long anchor index of each row (``-1`` on padding
+            rows), as :func:`~lucidyolo.decode.e2e.e2e_topk` returns it: task
+            outputs are gathered the same way on both decode paths.
     """
     b, _, c = logits.shape
     best, cls = logits.sigmoid().max(dim=-1)  # (B, A)
@@ -51,4 +53,6 @@ def nms_decode(
     )  # (K, 6)
     dets = boxes.new_zeros(b, max_det, 6, dtype=torch.float32)
     dets[k_img, rank] = rows
-    return dets.to(boxes.dtype), per_image.clamp(max=max_det)
+    kept = torch.full((b, max_det), -1, dtype=torch.long, device=boxes.device)
+    kept[k_img, rank] = anc[keep]
+    return dets.to(boxes.dtype), kept

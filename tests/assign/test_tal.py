@@ -142,3 +142,27 @@ def test_assignment_has_no_grad_and_runs_in_float32_for_half_inputs() -> None:
     assert not res.weights.requires_grad
     assert res.weights.dtype == torch.float32 and res.boxes.dtype == torch.float32
     assert res.labels.dtype == torch.long and res.gt_index.dtype == torch.long
+
+
+def test_pair_iou_and_candidacy_are_pluggable_and_targets_keep_the_box_form():
+    """A task with another box form passes its overlap and candidacy; selection and targets are shared."""
+    from lucidyolo.assign.tal import TaskAlignedAssigner
+
+    # boxes as (cx, cy, r) circles: overlap 1 for identical circles, decreasing with distance
+    def circle_iou(gt: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:
+        d = (gt[..., :2] - pred[..., :2]).norm(dim=-1)
+        return (1 - d / (gt[..., 2] + pred[..., 2])).clamp(min=0)
+
+    def inside_circle(anchors: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
+        return (anchors[None, None] - gt[:, :, None, :2]).norm(dim=-1) < gt[:, :, None, 2]
+
+    anchors = torch.tensor([[10.0, 10.0], [30.0, 10.0], [50.0, 10.0], [90.0, 90.0]])
+    gt = torch.tensor([[[12.0, 10.0, 25.0]]])  # (B=1, M=1, D=3)
+    pred = torch.tensor([[[10.0, 10.0, 20.0], [30.0, 10.0, 20.0], [50.0, 10.0, 20.0], [90.0, 90.0, 20.0]]])
+    scores = torch.full((1, 4, 2), 0.5)
+    assigner = TaskAlignedAssigner(topk=2, min_side=None, pair_iou=circle_iou, candidacy=inside_circle)
+    out = assigner(scores, pred, anchors, torch.tensor([[1]]), gt, torch.tensor([[True]]))
+    # candidates: anchors 0 and 1 (inside r = 25 around x = 12); both kept (top-2), anchor 2 and 3 not
+    assert out.fg_mask.tolist() == [[True, True, False, False]]
+    assert out.gt_index.tolist() == [[0, 0, -1, -1]] and out.labels.tolist() == [[1, 1, -1, -1]]
+    assert out.boxes.shape == (1, 4, 3) and torch.equal(out.boxes[0, 0], gt[0, 0])

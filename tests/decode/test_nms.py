@@ -20,8 +20,10 @@ def test_suppresses_same_class_overlap_but_keeps_other_class_and_other_image() -
     logits = torch.full((2, 3, 2), lo)
     logits[0, 0, 0], logits[0, 1, 0], logits[0, 2, 1] = _logit(0.9), _logit(0.8), _logit(0.7)
     logits[1, 0, 0], logits[1, 1, 0], logits[1, 2, 0] = _logit(0.6), _logit(0.5), _logit(0.0005)
-    dets, counts = nms_decode(boxes, logits, conf=0.001, iou=0.7, max_det=4)
+    dets, kept = nms_decode(boxes, logits, conf=0.001, iou=0.7, max_det=4)
+    counts = (kept >= 0).sum(1)
     assert counts.tolist() == [2, 1]
+    assert kept.tolist() == [[0, 2, -1, -1], [0, -1, -1, -1]]  # the anchor each row came from
     assert dets.shape == (2, 4, 6)
     torch.testing.assert_close(dets[0, 0], torch.tensor([*box, 0.9, 0.0]))
     torch.testing.assert_close(dets[0, 1], torch.tensor([*shifted, 0.7, 1.0]))
@@ -35,7 +37,11 @@ def test_matches_per_image_reference_and_caps_at_max_det() -> None:
     xy = torch.rand(b, a, 2) * 200
     boxes = torch.cat((xy, xy + 10 + torch.rand(b, a, 2) * 40), dim=-1)
     logits = torch.randn(b, a, c) * 2
-    dets, counts = nms_decode(boxes, logits, conf=0.3, iou=0.5, max_det=50)
+    dets, kept = nms_decode(boxes, logits, conf=0.3, iou=0.5, max_det=50)
+    counts = (kept >= 0).sum(1)
+    rows_of = kept.clamp(min=0)
+    valid = kept >= 0  # gathering the raw boxes by the kept index gives back each row's box
+    torch.testing.assert_close(boxes.gather(1, rows_of[..., None].expand(-1, -1, 4))[valid], dets[..., :4][valid])
     best, cls = logits.sigmoid().max(-1)
     for i in range(b):  # reference: per image, per class torchvision nms
         rows = []
@@ -51,5 +57,5 @@ def test_matches_per_image_reference_and_caps_at_max_det() -> None:
 
 
 def test_empty_input_gives_zero_rows() -> None:
-    dets, counts = nms_decode(torch.rand(2, 10, 4), torch.full((2, 10, 3), -20.0))
-    assert dets.shape == (2, 300, 6) and counts.tolist() == [0, 0] and (dets == 0).all()
+    dets, kept = nms_decode(torch.rand(2, 10, 4), torch.full((2, 10, 3), -20.0))
+    assert dets.shape == (2, 300, 6) and (kept == -1).all() and (dets == 0).all()
