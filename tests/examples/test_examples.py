@@ -1,0 +1,146 @@
+"""Every example under ``examples/`` runs as its README says (tiny synthetic set, 64 px, one epoch).
+
+The scripts run as a user runs them: ``bash run.sh`` with ``lucid`` found on
+PATH, ``python examples/python_api.py``; the plugin template is found through a
+real entry point. What they write is checked, not just their exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import BIN, REPO, run_lucid
+
+EXAMPLES = REPO / "examples"
+TEMPLATE = EXAMPLES / "task_plugin_template"
+IMG = 64
+# Appended to `lucid fit` by the scripts: in-process loading (worker start-up would cost more
+# than these two steps) and two training batches per epoch.
+FAST = ("--data.num_workers", "0", "--data.batch_size", "4", "--trainer.limit_train_batches", "2")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")  # the scripts call `lucid` from PATH
+    env.setdefault("COLUMNS", "200")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep __pycache__ out of examples/
+    env.update(extra)
+    return env
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    assert r.returncode == 0, f"{cmd[:2]} exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return r
+
+
+@pytest.fixture(scope="session")
+def shapes(tmp_path_factory) -> dict[str, Path]:
+    """One tiny synthetic detection set per session (6 train / 2 val images), as a YOLO root and a COCO container."""
+    base = tmp_path_factory.mktemp("shapes")
+    out = {}
+    for fmt in ("yolo", "coco"):
+        r = run_lucid("data", "synth", "--task", "det", "--format", fmt, "--images", "8", "--img-size", str(IMG),
+                      "--out", str(base / fmt))
+        assert r.returncode == 0, r.stderr
+        out[fmt] = base / fmt
+    return out
+
+
+def _check_outputs(work: Path, run: str, val_images: list[Path]) -> dict:
+    """What both run.sh scripts promise: eval report + results JSON, predictions JSON, drawn images."""
+    ckpt = work / "runs" / run / "checkpoints" / "best.ckpt"
+    assert ckpt.is_file()
+    report = json.loads((work / "eval" / "report.json").read_text())
+    assert report["checkpoint"] == str(ckpt) and report["task"] == "det"
+    assert report["img_size"] == IMG and report["num_images"] == len(val_images)
+    assert set(report["paths"]) == {"e2e", "nms"}
+    for rows in (json.loads((work / "eval" / n).read_text()) for n in ("detections.json", "detections_nms.json")):
+        assert isinstance(rows, list) and all(set(r) >= {"image_id", "category_id", "bbox", "score"} for r in rows)
+    pred = json.loads((work / "predictions.json").read_text())
+    assert [Path(p["image"]).name for p in pred["images"]] == [p.name for p in val_images]
+    assert pred["conf"] == 0.0 and sum(len(p["predictions"]) for p in pred["images"]) > 0
+    for p in pred["images"]:
+        for d in p["predictions"]:
+            x1, y1, x2, y2 = d["box"]
+            assert 0 <= x1 <= x2 <= p["width"] and 0 <= y1 <= y2 <= p["height"]  # original-image pixels
+    assert sorted(f.name for f in (work / "predictions").iterdir()) == [p.name for p in val_images]
+    return report
+
+
+@pytest.mark.slow
+def test_train_yolo_folder_script_runs_end_to_end(shapes, tmp_path):
+    root, work = shapes["yolo"], tmp_path / "work"
+    # Earlier runs in the work folder: the script must take the run it just trained
+    # (version_11, numerically highest), not version_7 (last in glob order) or version_10.
+    for old in ("version_7", "version_10"):
+        (work / "runs" / old).mkdir(parents=True)
+    r = _run(["bash", str(EXAMPLES / "train_yolo_folder" / "run.sh"), str(root), str(work), *FAST],
+             _env(IMG_SIZE=str(IMG), EPOCHS="1", CONF="0"), cwd=tmp_path)
+    assert re.search(r"│ train\s*│ yolo\s*│.*│ ok", r.stdout) and re.search(r"│ val\s*│ yolo\s*│.*│ ok", r.stdout)
+    assert f"checkpoint: {work}/runs/version_11/checkpoints/best.ckpt" in r.stdout
+    cfg = yaml.safe_load((work / "runs" / "version_11" / "config.yaml").read_text())
+    assert cfg["data"]["img_size"] == IMG and cfg["trainer"]["max_epochs"] == 1
+    assert cfg["trainer"]["limit_train_batches"] == 2  # options after WORKDIR reach `lucid fit`
+    _check_outputs(work, "version_11", sorted((root / "images" / "val").glob("*.jpg")))
+
+
+@pytest.mark.slow
+def test_train_coco_json_script_runs_end_to_end(shapes, tmp_path):
+    # An export with names no layout convention knows, so only the explicit paths can find it.
+    export = tmp_path / "export"
+    paths = {}
+    for split in ("train", "val"):
+        paths[f"{split}_images"] = shutil.copytree(shapes["coco"] / split, export / f"pictures_{split}")
+        paths[f"{split}_json"] = shutil.copy(shapes["coco"] / "annotations" / f"instances_{split}.json",
+                                            export / f"{split}_labels.json")
+    work = tmp_path / "work"
+    args = [str(paths[k]) for k in ("train_images", "train_json", "val_images", "val_json")]
+    r = _run(["bash", str(EXAMPLES / "train_coco_json" / "run.sh"), *args, str(work), *FAST],
+             _env(IMG_SIZE=str(IMG), EPOCHS="1", CONF="0"), cwd=tmp_path)
+    assert re.search(r"│ train\s*│ coco-explicit\s*│", r.stdout) and re.search(r"│ val\s*│ coco-explicit\s*│", r.stdout)
+    cfg = yaml.safe_load((work / "runs" / "version_0" / "config.yaml").read_text())
+    assert cfg["data"]["train_ann_file"] == str(paths["train_json"])  # the paths are saved with the run
+    assert cfg["data"]["val_images"] == str(paths["val_images"])
+    _check_outputs(work, "version_0", sorted(Path(paths["val_images"]).glob("*.jpg")))
+    gt_ids = {c["id"] for c in json.loads(Path(paths["val_json"]).read_text())["categories"]}
+    detected = {row["category_id"] for row in json.loads((work / "eval" / "detections.json").read_text())}
+    assert detected <= gt_ids  # the dataset's own category ids, as the README says
+
+
+def _readme_layout_rows() -> list[tuple[str, str, str]]:
+    """``(layout, train images, train annotations)`` rows of the COCO README's layout table."""
+    text = (EXAMPLES / "train_coco_json" / "README.md").read_text()
+    return re.findall(r"^\| `(coco-[\w-]+)` \| `ROOT/([^`]+)/` \| `ROOT/([^`]+)` \|$", text, flags=re.M)
+
+
+def test_coco_readme_lists_every_coco_layout():
+    from lucidyolo.data.layouts import COCO_LAYOUTS
+
+    assert sorted(row[0] for row in _readme_layout_rows()) == sorted(COCO_LAYOUTS)
+
+
+@pytest.mark.parametrize("layout", [row[0] for row in _readme_layout_rows()])
+def test_coco_readme_layout_is_recognised_from_the_root(layout, shapes, tmp_path):
+    """Files placed as the README's table says are found with --data-root alone, as that layout."""
+    _, images, ann = next(row for row in _readme_layout_rows() if row[0] == layout)
+    root = tmp_path / "root"
+    for split in ("train", "val"):
+        img_dir, ann_file = root / images.replace("train", split), root / ann.replace("train", split)
+        shutil.copytree(shapes["coco"] / split, img_dir)
+        ann_file.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shapes["coco"] / "annotations" / f"instances_{split}.json", ann_file)
+    r = run_lucid("data", "check", "--data-root", str(root), "--json")
+    assert r.returncode == 0, r.stderr
+    found = {s["split"]: s["layout"] for s in json.loads(r.stdout)["splits"]}
+    assert found == {"train": layout, "val": layout}
+
+
