@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,5 +143,30 @@ def test_coco_readme_layout_is_recognised_from_the_root(layout, shapes, tmp_path
     assert r.returncode == 0, r.stderr
     found = {s["split"]: s["layout"] for s in json.loads(r.stdout)["splits"]}
     assert found == {"train": layout, "val": layout}
+
+
+@pytest.mark.slow
+def test_python_api_example_trains_scores_and_predicts(tmp_path):
+    work = tmp_path / "work"
+    r = _run([sys.executable, str(EXAMPLES / "python_api.py"), "--workdir", str(work), "--conf", "0"],
+             _env(), cwd=tmp_path)
+    assert (work / "data" / "annotations").is_dir()  # no --data-root: the synthetic set was written
+    best = work / "runs" / "version_0" / "checkpoints" / "best.ckpt"
+    assert f"run folder {best.parent.parent}; best checkpoint best.ckpt; val/mAP50 " in r.stdout
+    report = json.loads((work / "eval.json").read_text())
+    assert report["checkpoint"] == str(best) and report["img_size"] == IMG
+    for path in ("e2e", "nms"):
+        ap = report["paths"][path]["bbox"]["stats"]["AP"]
+        assert f"eval {path} bbox: AP {ap:.4f}" in r.stdout  # the printed numbers are the report's
+    assert re.search(r"^\d+ detection\(s\) at conf >= 0.0 in .*/data/val/\S+\.jpg \(64x64\)$", r.stdout, flags=re.M)
+
+
+def test_python_api_example_reports_a_user_error_with_exit_2(tmp_path):
+    """A bad argument surfaces as the library's what/why/fix message, not a traceback."""
+    r = subprocess.run([sys.executable, str(EXAMPLES / "python_api.py"), "--workdir", str(tmp_path),
+                        "--data-root", str(tmp_path / "missing"), "--img-size", "100"],
+                       capture_output=True, text=True, env=_env(), timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "data.img_size" in r.stderr and "multiple of 32" in r.stderr
 
 
