@@ -7,12 +7,15 @@ real entry point. What they write is checked, not just their exit code.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -198,3 +201,83 @@ def test_config_with_comments_explains_every_key_it_sets():
         assert above.startswith("#"), f"line {i + 1} `{line.strip()}` has no comment above it"
 
 
+@pytest.fixture
+def template_module(monkeypatch):
+    """Import the template's package from its folder (nothing installed), then forget it."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.syspath_prepend(str(TEMPLATE))
+    import my_task.hooks
+    import my_task.task
+
+    yield my_task.task, my_task.hooks
+    for name in [m for m in sys.modules if m == "my_task" or m.startswith("my_task.")]:
+        del sys.modules[name]
+
+
+def _documented_hook_arguments() -> dict[str, list[str]]:
+    """Each hook's arguments as the plugin API docstring documents them (``build_model(cfg, ...)``)."""
+    import lucidyolo.tasks.api as api
+    from lucidyolo.tasks.api import TaskSpec
+
+    found: dict[str, list[str]] = {}
+    for name, args in re.findall(r"``(\w+)\(([^)]*)\)", api.__doc__ or ""):
+        found.setdefault(name, [a.strip() for a in args.split(",") if a.strip()])  # the first is the contract
+    return {h: found[h] for h in TaskSpec.HOOKS if h in found}
+
+
+def test_task_plugin_template_passes_the_contract_check(template_module):
+    from lucidyolo.tasks.api import TaskSpec, lazy_hook
+    from lucidyolo.testing import check_task_spec
+
+    task, hooks = template_module
+    spec = task.SPEC
+    check_task_spec(spec, run_hooks=False)
+    entry = tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]["entry-points"]["lucidyolo.tasks"]
+    assert entry == {spec.name: "my_task.task:SPEC"}
+    assert not spec.trainable and spec.missing_hooks(*TaskSpec.FIT_HOOKS) == list(TaskSpec.FIT_HOOKS)
+
+    # Once every stub is written and listed in IMPLEMENTED, the same spec is complete and valid.
+    filled = dataclasses.replace(spec, **{h: lazy_hook(f"my_task.hooks:{h}") for h in TaskSpec.HOOKS})
+    check_task_spec(filled, run_hooks=False)
+    assert filled.trainable
+    documented = _documented_hook_arguments()
+    assert set(documented) == set(TaskSpec.HOOKS), "a hook's signature is missing from lucidyolo/tasks/api.py"
+    for hook in TaskSpec.HOOKS:
+        fn = getattr(filled, hook).resolve()  # the lazy string names a real function
+        params = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.VAR_KEYWORD]
+        assert [p.name for p in params] == documented[hook], f"stub {hook} differs from the documented contract"
+        with pytest.raises(NotImplementedError, match=rf"my_task\.hooks\.{hook} .*plugins/lucidyolo-cls"):
+            fn(**{p.name: None for p in params}, added_in_a_later_minor_version=1)
+
+
+def test_task_plugin_template_is_found_through_its_entry_point(tmp_path):
+    """With the template on PYTHONPATH and a dist-info built from its pyproject.toml, lucid lists and uses it."""
+    project = tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]
+    dist, version = project["name"], project["version"]
+    info = tmp_path / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    eps = project["entry-points"]["lucidyolo.tasks"]
+    (info / "entry_points.txt").write_text("[lucidyolo.tasks]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    env = {"PYTHONPATH": os.pathsep.join([str(TEMPLATE), str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+
+    listed = run_lucid("plugins", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    row = next(t for t in json.loads(listed.stdout)["tasks"] if t["name"] == "my_task")
+    assert row["status"] == "ok" and row["trainable"] is False and row["builtin"] is False, row
+    assert row["distribution"] == dist and row["api_version"] == "2.0"
+
+    shown = run_lucid("fit", "my_task", "--print-config", "--model.my_loss_gain", "2", env=env)
+    assert shown.returncode == 0, shown.stderr
+    model = yaml.safe_load(shown.stdout)["model"]
+    assert model["task"] == "my_task" and model["my_loss_gain"] == 2.0
+    refused = run_lucid("fit", "my_task", env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "build_model" in refused.stderr and "metric_update" in refused.stderr
+
+    # The spec module stays torch-free: `lucid --help` and `lucid plugins` import it.
+    probe = "import sys, my_task.task; assert 'torch' not in sys.modules, 'my_task.task imported torch'"
+    light = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env={**os.environ, **env}, timeout=60)
+    assert light.returncode == 0, light.stderr
