@@ -1,0 +1,1 @@
+"""A lucid-yolo task plugin (template): ``task.py`` declares it, ``hooks.py`` does the work."""

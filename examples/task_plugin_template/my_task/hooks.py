@@ -1,0 +1,79 @@
+"""The hooks of ``my_task``: stubs to replace, one per hook of the plugin API.
+
+This module is imported only when a hook is first called (``task.py`` names
+the hooks as lazy strings), so it may import torch at the top once it needs to.
+
+The engine calls every hook with keyword arguments and may add arguments in a
+later minor API version: keep the ``**_`` catch-all. Full contracts and tensor
+shapes: ``lucidyolo/tasks/api.py``. After writing a hook, add its name to
+``IMPLEMENTED`` in ``task.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+REFERENCE = "plugins/lucidyolo-cls"
+"""A complete first-party plugin (image classification) in the lucid-yolo repository."""
+
+
+def _todo(hook: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"my_task.hooks.{hook} is a template stub: write it (contract: lucidyolo/tasks/api.py, "
+        f"TaskSpec.{hook}; a complete example: {REFERENCE}, image classification)"
+    )
+
+
+def build_model(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
+    """``torch.nn.Module`` mapping images ``(B, 3, H, W)`` float in ``[0, 1]`` to an output dict.
+
+    ``cfg`` is the validated ``MyTaskConfig``; ``meta`` holds ``TaskSpec.meta_keys``.
+    """
+    raise _todo("build_model")
+
+
+def build_criterion(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
+    """Module with ``criterion(outputs, gt, alpha) -> (total, terms)``.
+
+    ``total`` is a scalar tensor; ``terms`` a dict of scalar tensors keyed by
+    ``TaskSpec.loss_terms``.
+    """
+    raise _todo("build_criterion")
+
+
+def decode(outputs: dict[str, Any], path: str, **_: Any) -> Any:
+    """The model output to the task's prediction tensor; ``path`` is ``"e2e"`` or ``"nms"``."""
+    raise _todo("decode")
+
+
+def build_metric(num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
+    """A ``torchmetrics.Metric`` whose ``compute()`` returns ``TaskSpec.metrics.keys`` without ``val/``."""
+    raise _todo("build_metric")
+
+
+def metric_update(metric: Any, outputs: dict[str, Any], decoded: Any, gt: dict[str, Any],
+                  batch_meta: dict[str, Any], **_: Any) -> None:
+    """Feed one validation batch (``decoded`` is the ``e2e`` decode) to the metric."""
+    raise _todo("metric_update")
+
+
+def make_synthetic(out_dir: Any, num_images: int, img_size: int, seed: int, **_: Any) -> Any:
+    """Write a small synthetic dataset (real files) and return a root the readers accept."""
+    raise _todo("make_synthetic")
+
+
+def evaluate(model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
+             limit: int | None, options: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``."""
+    raise _todo("evaluate")
+
+
+def predict(decoded: Any, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
+            class_names: list[str], conf: float, **_: Any) -> list[dict[str, Any]]:
+    """One image's decoded rows to JSON-able dicts in original-image pixels, filtered by ``conf``."""
+    raise _todo("predict")
+
+
+def draw(image: Any, predictions: list[dict[str, Any]], class_names: list[str], **_: Any) -> Any:
+    """``predict``'s dicts drawn on an ``(H, W, 3)`` uint8 RGB image; returns a ``PIL.Image.Image``."""
+    raise _todo("draw")
