@@ -64,7 +64,8 @@ def fit(
     if missing:
         raise NotAvailableError(
             f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {', '.join(missing)}.",
-            why="this part of lucid-yolo is not built yet (see the status table in the README).",
+            why=(f"the {spec.name} task's plugin ({spec.description or 'no description'}) declares the task but "
+                 "not its training hooks yet; `lucid plugins` shows which distribution provides it."),
             fix="Nothing was run. Use `--print-config` to validate a config meanwhile.",
         )
     from lucidyolo.engine.fit import run_fit

@@ -203,7 +203,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     )
     info(
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "
-        f"{len(train_src)} train / {len(val_src)} val images from {data_root}, run dir {run_dir}"
+        f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, run dir {run_dir}"
     )
     trainer.fit(system, datamodule=datamodule, ckpt_path=str(ckpt_path) if ckpt_path else None)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}

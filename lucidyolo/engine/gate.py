@@ -30,8 +30,8 @@ def run_overfit_gate(
     gate = spec.gate
     if gate is None or spec.make_synthetic is None or not spec.trainable:
         raise NotAvailableError(
-            f"`lucid gate overfit --task {spec.name}` is not available yet.",
-            why=f"the {spec.name} task's training path is not built yet (see the README status table).",
+            f"`lucid gate overfit --task {spec.name}` is not available.",
+            why=f"the {spec.name} task's plugin declares no gate (GateSpec), no synthetic set or no training hooks.",
             fix="Nothing was run.",
         )
     t0 = time.perf_counter()
