@@ -13,10 +13,13 @@ under precisions whose inputs reach the data hook as float32.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import torch
 from torch import Tensor
+
+from lucidyolo.structures.packed import PackedBatch
 
 SUPPORTED_PRECISIONS = frozenset({"32-true", "32", "16-mixed", "bf16-mixed"})
 """Precisions whose batches are still float32 when the colour transform runs."""
@@ -96,3 +99,13 @@ def resolve_device_hsv(requested: bool, accelerator: str, precision: str, strate
             stacklevel=2,
         )
     return False
+
+
+def apply_device_hsv(batch: PackedBatch) -> PackedBatch:
+    """The batch with its colour jitter applied on its device: images float32 ``[0, 255]``, gains consumed.
+
+    A batch without gains is returned unchanged.
+    """
+    if batch.hsv_gains is None:
+        return batch
+    return dataclasses.replace(batch, images=hsv_jitter(batch.images.float(), batch.hsv_gains), hsv_gains=None)

@@ -15,10 +15,11 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor, nn
 
+from lucidyolo.data.device_hsv import apply_device_hsv
 from lucidyolo.losses.dual import progressive_alpha
 from lucidyolo.optim.musgd import MuSGD
 from lucidyolo.optim.schedule import scaled_lr, warmup_linear_schedule
-from lucidyolo.structures.packed import unpack
+from lucidyolo.structures.packed import PackedBatch, unpack
 
 
 class TrainingSystem(pl.LightningModule):
@@ -113,6 +114,10 @@ class TrainingSystem(pl.LightningModule):
 
     def _to_input(self, images: Tensor) -> Tensor:
         return images.contiguous(memory_format=torch.channels_last) if self.channels_last else images
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        # Device HSV: the workers drew the gains, the colour transform runs here on the accelerator.
+        return apply_device_hsv(batch) if isinstance(batch, PackedBatch) else batch
 
     def training_step(self, batch: Any, batch_idx: int) -> Tensor:
         images, gt, _ = unpack(batch, self.device)

@@ -136,7 +136,9 @@ def collate_packed(samples: Sequence[Any], fields: Sequence[str | FieldSpec] = (
 def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blocking: bool = True) -> tuple[Tensor, dict[str, Tensor], dict[str, Tensor]]:
     """Move a packed batch to ``device`` and restore the padded layout there.
 
-    Device HSV (``batch.hsv_gains`` set) runs here, after the transfer.
+    Device HSV must have run already (:func:`lucidyolo.data.device_hsv.apply_device_hsv`,
+    called by the training system's ``on_after_batch_transfer``); a batch that still
+    carries gains is refused rather than silently left unjittered.
 
     Args:
         batch: the packed batch (CPU or already on ``device``).
@@ -164,11 +166,11 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
     if device is not None:
         batch = batch.to(device, non_blocking=non_blocking)
     if batch.hsv_gains is not None:
-        from lucidyolo.data.device_hsv import hsv_jitter
-
-        images = hsv_jitter(batch.images.float(), batch.hsv_gains) / 255.0
-    else:
-        images = batch.images.float() / 255.0
+        raise ValueError(
+            "this batch still carries device-HSV gains: apply them first "
+            "(lucidyolo.data.device_hsv.apply_device_hsv; the training system does it after the transfer)"
+        )
+    images = batch.images.float() / 255.0
     counts = batch.counts
     b = counts.shape[0]
     m = int(meta_counts_max(counts))

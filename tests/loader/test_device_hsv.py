@@ -54,3 +54,24 @@ def test_device_hsv_runs_on_cuda_and_matches_cpu():
     x = torch.randint(0, 256, (4, 3, 64, 64)).float()
     g = torch.tensor([[0.01, 0.5, -0.2]] * 4)
     torch.testing.assert_close(hsv_jitter(x.cuda(), g.cuda()).cpu(), hsv_jitter(x, g), atol=1e-3, rtol=0)
+
+
+def test_gains_are_applied_after_the_transfer_and_unpack_refuses_a_batch_still_carrying_them():
+    from lucidyolo.data.device_hsv import apply_device_hsv
+    from lucidyolo.structures.packed import PackedBatch, unpack
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (2, 3, 8, 8), generator=g).float()
+    gains = torch.tensor([[0.01, 0.5, -0.3], [0.0, 0.0, 0.0]])
+    batch = PackedBatch(
+        images=images, counts=torch.zeros(2, dtype=torch.long), boxes=torch.zeros(0, 4),
+        labels=torch.zeros(0, dtype=torch.long), difficult=torch.zeros(0, dtype=torch.bool),
+        meta=torch.zeros(2, 6, dtype=torch.float64), hsv_gains=gains,
+    )
+    with pytest.raises(ValueError, match="device-HSV"):
+        unpack(batch)
+    done = apply_device_hsv(batch)
+    assert done.hsv_gains is None and batch.hsv_gains is not None  # a new batch; the loader's is untouched
+    out, _, _ = unpack(done)
+    torch.testing.assert_close(out, hsv_jitter(images, gains) / 255.0)
+    torch.testing.assert_close(out[1], images[1] / 255.0, atol=1e-3, rtol=0)  # zero gains: identity
