@@ -9,7 +9,7 @@ import pytest
 
 def test_gate_for_a_task_without_a_training_path_exits_2(lucid):
     r = lucid("gate", "overfit", "--task", "segment")
-    assert r.returncode == 2 and "not available yet" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "is not available" in r.stderr and "Traceback" not in r.stderr
 
 
 # The gate's measured wall time is 676 s on the 2-core CPU shared with other jobs

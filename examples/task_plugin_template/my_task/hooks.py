@@ -24,6 +24,15 @@ def _todo(hook: str) -> NotImplementedError:
     )
 
 
+def read_split(root: Any, split: str, fields: tuple[str, ...], layout: Any, explicit_paths: dict[str, Any],
+               **_: Any) -> Any:
+    """One split of a dataset layout the built-in COCO / YOLO / DOTA readers do not know, as an ``ImageSource``.
+
+    Leave it out (not in ``IMPLEMENTED``) to read COCO, YOLO or DOTA roots with the built-in readers.
+    """
+    raise _todo("read_split")
+
+
 def build_model(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
     """``torch.nn.Module`` mapping images ``(B, 3, H, W)`` float in ``[0, 1]`` to an output dict.
 

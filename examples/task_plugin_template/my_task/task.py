@@ -66,6 +66,8 @@ SPEC = TaskSpec(
     # `lucid eval` defaults when --img-size / --batch-size are not given.
     eval_img_size=640,
     eval_batch_size=32,
+    # Optional: a reader for a dataset layout of your own (else COCO / YOLO / DOTA roots).
+    read_split=_hook("read_split"),
     # Training: `lucid fit` needs these five.
     build_model=_hook("build_model"),
     build_criterion=_hook("build_criterion"),
