@@ -38,6 +38,7 @@ def check(
         fields = infer_fields(data_root, layout) if data_root is not None and data_root.exists() else ()
         found = task_for_fields(fields)
         name = found.name if found is not None else "unknown"
+        fields = found.fields if found is not None else fields
     report = check_dataset(
         data_root,
         fields=fields,

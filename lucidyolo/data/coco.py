@@ -177,10 +177,12 @@ def _image_targets(
     k: int | None,
     ann_file: Path,
 ) -> Targets:
-    """Targets of one image from its (non-crowd) annotations."""
-    boxes, labels, difficult, rings, owners, kps = [], [], [], [], [], []
+    """Targets of one image from its annotations; crowd regions only when ``crowd`` is read (flagged, box only)."""
+    boxes, labels, difficult, rings, owners, kps, crowd = [], [], [], [], [], [], []
+    read_crowd = "crowd" in fields
     for ann in anns:
-        if ann.get("iscrowd", 0):
+        is_crowd = bool(ann.get("iscrowd", 0))
+        if is_crowd and not read_crowd:
             continue
         bbox = ann.get("bbox")
         if not isinstance(bbox, list | tuple) or len(bbox) != 4:
@@ -195,7 +197,7 @@ def _image_targets(
         if x2 - x1 <= 0 or y2 - y1 <= 0:
             continue  # empty after clamping: nothing to learn from
         inst_rings: list[np.ndarray] = []
-        if "polygons" in fields or "rboxes" in fields:
+        if ("polygons" in fields or "rboxes" in fields) and not is_crowd:
             seg = ann.get("segmentation")
             if isinstance(seg, list):
                 for ring in seg:
@@ -211,6 +213,7 @@ def _image_targets(
         for r in inst_rings:
             rings.append(r)
             owners.append(n)
+        crowd.append(is_crowd)
         boxes.append((x1, y1, x2, y2))
         labels.append(label_of[int(ann["category_id"])])
         difficult.append(bool(ann.get("difficult", False)))
@@ -246,4 +249,5 @@ def _image_targets(
         rboxes=rboxes,
         keypoints=kp_arr,
         visibility=vis,
+        crowd=np.asarray(crowd, bool) if read_crowd else None,
     )

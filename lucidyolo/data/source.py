@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.data.image_io import read_image
+from lucidyolo.structures.fields import attr_spec, field_specs
 from lucidyolo.structures.targets import Targets
 
 
@@ -81,6 +82,9 @@ class ImageSource:
         self._difficult = np.asarray(difficult, dtype=bool)
         # every instance of the split as one Targets; targets(i) slices image i's range out of it
         self._all = Targets(self._boxes, self._labels, self._difficult, **dict(extra or {}))
+        # rows flagged by an ignore-region attribute (crowd) are not counted as instances
+        ignore = [v for k, v in (extra or {}).items() if (a := attr_spec(k)) is not None and a.ignore_region]
+        self._counted = ~np.any(np.stack(ignore), axis=0) if ignore else np.ones(len(self._labels), bool)
         # per-image targets (a class label): one row per image, attached by targets(i)
         self._image_extra = {k: np.asarray(v) for k, v in (image_extra or {}).items()}
         n = len(self._image_ids)
@@ -99,7 +103,13 @@ class ImageSource:
 
     @property
     def num_instances(self) -> int:
-        return int(self._labels.shape[0])
+        """Instances of the split (ignore regions such as COCO crowds are not instances)."""
+        return int(self._counted.sum())
+
+    @property
+    def num_ignore_regions(self) -> int:
+        """Rows flagged as ignore regions (COCO ``iscrowd``), carried beside the instances."""
+        return int((~self._counted).sum())
 
     @property
     def root(self) -> Path:
@@ -127,7 +137,7 @@ class ImageSource:
         return {"num_keypoints": self.num_keypoints, "flip_idx": self.flip_idx}
 
     def targets(self, i: int) -> Targets:
-        """Ground truth of image ``i`` in original pixels, crowd excluded.
+        """Ground truth of image ``i`` in original pixels (crowd regions flagged when the task reads them).
 
         Returns fresh arrays: the caller may mutate them in place.
         """
@@ -144,12 +154,13 @@ class ImageSource:
 
     # ------------------------------------------------------------ whole split
     def instance_counts(self) -> np.ndarray:
-        """``(C,)`` int64 number of instances of each class."""
-        return np.bincount(self._labels, minlength=self.num_classes).astype(np.int64)
+        """``(C,)`` int64 number of instances of each class (ignore regions excluded)."""
+        return np.bincount(self._labels[self._counted], minlength=self.num_classes).astype(np.int64)
 
     def instances_per_image(self) -> np.ndarray:
-        """``(N_images,)`` int64 instance count of every image."""
-        return np.diff(self._inst_offsets)
+        """``(N_images,)`` int64 instance count of every image (ignore regions excluded)."""
+        counted = np.concatenate([[0], np.cumsum(self._counted)]).astype(np.int64)
+        return counted[self._inst_offsets[1:]] - counted[self._inst_offsets[:-1]]
 
     def all_labels(self) -> np.ndarray:
         """``(M,)`` int64 labels of every instance of the split (read-only view)."""
@@ -190,9 +201,18 @@ class SourceBuilder:
     _targets: list[Targets] = field(default_factory=list)
 
     def add(self, rel_path: str, image_id: int, hw: tuple[int, int], targets: Targets | None = None) -> None:
-        """Register one image; ``targets=None`` means a background image."""
+        """Register one image; ``targets=None`` means a background image.
+
+        Declared field attributes the reader has no notion of (``fill_missing``,
+        e.g. crowd flags in a YOLO root) are filled, so every image carries the
+        same attributes.
+        """
         if targets is None:
             targets = Targets.empty_for_fields(self.fields, self.num_keypoints)
+        for spec in field_specs(self.fields):
+            for a in spec.attrs:
+                if a.fill_missing and getattr(targets, a.name) is None:
+                    setattr(targets, a.name, a.filled(len(targets), {"num_keypoints": self.num_keypoints}))
         self._paths.append(rel_path.encode("utf-8"))
         self._ids.append(int(image_id))
         self._hw.append((int(hw[0]), int(hw[1])))

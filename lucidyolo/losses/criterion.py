@@ -71,7 +71,8 @@ class DetectionCriterion(nn.Module):
                 ltrb in stride units and ``logits (B, A, C)``; ``anchors (A, 2)`` px;
                 ``strides (A,)``.
             targets: padded GT: ``boxes (B, M, 4)`` xyxy px, ``labels (B, M)`` long,
-                ``mask (B, M)`` bool.
+                ``mask (B, M)`` bool, optionally ``crowd (B, M)`` bool: crowd regions
+                are ignore regions and never take part in assignment (as if absent).
             alpha: o2m weight from :func:`lucidyolo.losses.dual.progressive_alpha`.
 
         Returns:
@@ -80,6 +81,8 @@ class DetectionCriterion(nn.Module):
                 ``box``, ``cls``, ``l1`` (all before gains except the totals).
         """
         anchors, strides = outputs["anchors"], outputs["strides"]
+        if "crowd" in targets:
+            targets = {**targets, "mask": targets["mask"] & ~targets["crowd"]}
         o2m = self.branch_terms(outputs["o2m"], self.o2m_assigner, anchors, strides, targets)
         o2o = self.branch_terms(outputs["o2o"], self.o2o_assigner, anchors, strides, targets)
         return mix_branches(o2m, o2o, alpha)

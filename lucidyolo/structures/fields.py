@@ -50,7 +50,13 @@ class AttrSpec:
             no instance axis (shape ``shape``), selecting instances keeps it, and
             joining several images' targets (mosaic, mixup) keeps the first
             (the main image's). ``fill`` is its value when unknown.
-        fill: the empty value of a per-image attribute.
+        fill: the empty value of a per-image attribute, and the value of every
+            row when a reader does not provide the attribute (``fill_missing``).
+        fill_missing: a reader that has no such notion (YOLO has no crowd
+            regions) leaves the attribute out and it is filled with ``fill``.
+        ignore_region: rows where this boolean attribute is True are ignore
+            regions (COCO ``iscrowd``), not instances: they are not counted as
+            instances and tasks keep them out of the assigner.
     """
 
     name: str
@@ -60,6 +66,8 @@ class AttrSpec:
     ragged: bool = False
     per_image: bool = False
     fill: float = 0
+    fill_missing: bool = False
+    ignore_region: bool = False
 
     # ------------------------------------------------------------ container ops
     def coerce(self, value: Any) -> Any:
@@ -80,6 +88,12 @@ class AttrSpec:
         dims = iter(self.meta_dims)
         shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
         return np.zeros((0, *shape), self.dtype)
+
+    def filled(self, n: int, meta: Mapping[str, Any]) -> Any:
+        """``n`` rows of ``fill`` (an attribute the reader did not provide)."""
+        dims = iter(self.meta_dims)
+        shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
+        return np.full((n, *shape), self.fill, self.dtype)
 
     def empty_like(self, value: Any) -> Any:
         if self.per_image:
@@ -342,6 +356,21 @@ def _unpack_polygons(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int,
     }
 
 
+def _pack_crowd(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
+    rows = [np.zeros(int(c), bool) if v["crowd"] is None else v["crowd"] for v, c in zip(values, counts, strict=True)]
+    return {"crowd": np.concatenate(rows or [np.zeros(0, bool)]).astype(bool)}
+
+
+def _unpack_crowd(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m: int) -> dict[str, Any]:
+    return {"crowd": pad_rows(t["crowd"], image_of, slot, batch, m, False)}
+
+
+register_field(FieldSpec(
+    name="crowd",  # COCO iscrowd regions: boxes to ignore, carried so the epoch metric scores like pycocotools
+    attrs=(AttrSpec("crowd", np.bool_, (), fill=False, fill_missing=True, ignore_region=True),),
+    packed=("crowd",),
+    pack=_pack_crowd, unpack=_unpack_crowd,
+))
 register_field(FieldSpec(
     name="rboxes",
     attrs=(AttrSpec("rboxes", np.float32, (5,)),),

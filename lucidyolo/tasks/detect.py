@@ -31,6 +31,7 @@ SPEC = TaskSpec(
     capabilities=TaskCapabilities(multi_device=True, export=True, compile_step=True),
     default_preset="det_nano_smoke.yaml",
     synthetic_preset="det_nano_synthetic.yaml",
+    fields=("crowd",),
     loss_terms=("box", "cls", "l1"),
     metrics=MetricSpec(
         keys=("val/mAP50", "val/mAP50-95"),  # results.csv column order of the common convention

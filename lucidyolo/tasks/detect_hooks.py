@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from lucidyolo.config.schema import ModelConfig
 
-FIELDS: tuple[str, ...] = ()
-"""Detection reads only the core fields (boxes, labels, difficult)."""
+FIELDS: tuple[str, ...] = ("crowd",)
+"""Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
+assigners, passed to the epoch metric so it scores them as pycocotools does."""
 
 
 def build_model(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
@@ -68,8 +70,28 @@ def build_metric(num_classes: int, **_: Any) -> nn.Module:
 
 def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], batch_meta: Mapping[str, Tensor],
                   **_: Any) -> None:
-    """Boxes ``(B, 300, 6)`` against the padded ground truth of the batch."""
-    metric.update(decoded, gt["boxes"], gt["labels"], gt["mask"], batch_meta.get("index"))
+    """Boxes ``(B, 300, 6)`` against the padded ground truth of the batch, crowd regions as pycocotools scores them.
+
+    Boxes are first clipped to the image inside the letterbox, as ``lucid eval``
+    clips them to the original image: a box hanging over the border otherwise
+    covers a crowd region by a different fraction than the evaluated one.
+    """
+    metric.update(
+        clip_to_image(decoded, batch_meta), gt["boxes"], gt["labels"], gt["mask"], batch_meta.get("index"),
+        gt_crowd=gt.get("crowd"),
+    )
+
+
+def clip_to_image(decoded: Tensor, batch_meta: Mapping[str, Tensor]) -> Tensor:
+    """Clip ``(B, K, 6)`` rows' boxes to each image's region in the letterboxed input (no-op for mosaics' NaN)."""
+    lb = batch_meta["letterbox"].to(decoded.device, decoded.dtype)  # (B, 3) scale, pad_x, pad_y
+    hw = batch_meta["orig_hw"].to(decoded.device, decoded.dtype)  # (B, 2) h, w
+    lo = lb[:, 1:3]  # (B, 2) x0, y0
+    hi = lo + hw.flip(-1) * lb[:, :1]  # (B, 2) x1, y1
+    if not bool(torch.isfinite(hi).all()):
+        return decoded
+    boxes = torch.maximum(torch.minimum(decoded[..., :4], hi.repeat(1, 2)[:, None]), lo.repeat(1, 2)[:, None])
+    return torch.cat((boxes, decoded[..., 4:]), dim=-1)
 
 
 def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
@@ -89,7 +111,7 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
             images, gt, _ = unpack(batch, "cpu")
             dets = deployed(images)  # (B, 300, 6)
             dets = torch.where((dets[..., 4:5] >= conf), dets, torch.zeros_like(dets))
-            recall.update(dets, gt["boxes"], gt["labels"], gt["mask"])
+            recall.update(dets, gt["boxes"], gt["labels"], gt["mask"] & ~gt["crowd"])
     return recall.compute()  # NaN without ground truth: fails every floor
 
 

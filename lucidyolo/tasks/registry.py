@@ -201,8 +201,17 @@ def get_task(name: str) -> TaskSpec:
 
 
 def task_for_fields(fields: tuple[str, ...]) -> TaskSpec | None:
-    """The built-in task whose declared fields are exactly ``fields`` (``lucid data check`` without ``--task``)."""
+    """The built-in task whose label fields are exactly ``fields`` (``lucid data check`` without ``--task``).
+
+    Fields every reader can do without (``fill_missing``, e.g. crowd flags) do not decide.
+    """
+    from lucidyolo.structures.fields import field_specs
+
+    def labels_of(names: tuple[str, ...]) -> set[str]:
+        return {f.name for f in field_specs(names) if not all(a.fill_missing for a in f.attrs)}
+
+    want = labels_of(tuple(fields))
     for rec in discover():
-        if rec.builtin and rec.spec is not None and rec.status == "ok" and set(rec.spec.fields) == set(fields):
+        if rec.builtin and rec.spec is not None and rec.status == "ok" and labels_of(rec.spec.fields) == want:
             return rec.spec
     return None
