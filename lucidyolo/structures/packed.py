@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,70 @@ class PackedBatch:
     def pin_memory(self) -> PackedBatch:
         """Pin every tensor (the DataLoader's pin thread calls this)."""
         return self._map(lambda t: t.pin_memory())
+
+    def share_memory_(self) -> PackedBatch:
+        """Move every tensor into shared memory in place (one segment each); returns ``self``."""
+        for t in self.tensors().values():
+            t.share_memory_()
+        return self
+
+    def nbytes(self, page: int = 1) -> int:
+        """Bytes of all tensors, each rounded up to a multiple of ``page`` (shm allocates whole pages per segment)."""
+        return sum(-(-t.numel() * t.element_size() // page) * page for t in self.tensors().values())
+
+
+def packed_nbytes(
+    task: str,
+    batch_size: int,
+    img_size: int,
+    instances: int,
+    *,
+    float_images: bool = False,
+    num_keypoints: int = 0,
+    ring_points: int = 0,
+    rings: int = 0,
+    page: int = 1,
+) -> int:
+    """Bytes of a packed batch whose every image carries ``instances`` instances.
+
+    Computed by packing placeholder samples with :func:`collate_packed` (images
+    on the ``meta`` device, so nothing image-sized is allocated): the layout is
+    read from the one place that defines it, never restated.
+
+    Args:
+        task: ``det | seg | obb | pose``.
+        batch_size: B.
+        img_size: S.
+        instances: instances per image.
+        float_images: float32 images plus HSV gains (device HSV) instead of uint8.
+        num_keypoints: K (pose).
+        ring_points, rings: polygon points and rings per image (seg).
+        page: round every tensor up to a multiple of this (the shm page size).
+    """
+    from lucidyolo.structures.targets import Polygons, Targets
+
+    n = int(instances)
+    image = torch.empty((3, img_size, img_size), dtype=torch.float32 if float_images else torch.uint8, device="meta")
+    polygons = None
+    if task == "seg":
+        r = int(rings) if n else 0
+        offsets = np.linspace(0, int(ring_points) if r else 0, r + 1).astype(np.int64)
+        polygons = Polygons(np.zeros((int(offsets[-1]), 2), np.float32), offsets, np.arange(r, dtype=np.int64) % max(n, 1))
+    k = int(num_keypoints)
+    targets = Targets(
+        boxes=np.zeros((n, 4), np.float32),
+        labels=np.zeros(n, np.int64),
+        difficult=np.zeros(n, bool),
+        polygons=polygons,
+        rboxes=np.zeros((n, 5), np.float32) if task == "obb" else None,
+        keypoints=np.zeros((n, k, 2), np.float32) if task == "pose" else None,
+        visibility=np.zeros((n, k), np.float32) if task == "pose" else None,
+    )
+    sample = SimpleNamespace(
+        image=image, targets=targets, index=0, orig_hw=(img_size, img_size), letterbox=(1.0, 0.0, 0.0),
+        hsv_gains=np.zeros(3, np.float32) if float_images else None,
+    )
+    return collate_packed([sample] * int(batch_size), task).nbytes(page)
 
 
 def collate_packed(samples: Sequence[Any], task: str) -> PackedBatch:
