@@ -46,6 +46,7 @@ _SHM_SIGNS = (
     "Too many open files",
 )
 _DEATH_SIGNS = ("killed by signal", "exited unexpectedly")
+_DEATH_SOURCE = "DataLoader worker (pid"  # torch's wording for both deaths
 _RAISED_IN_WORKER = "in DataLoader worker process"
 RESUME_HINT = "The last finished epoch is in the run's checkpoints/last.ckpt; continue with `lucid fit TASK --resume RUN_DIR`."
 
@@ -113,11 +114,23 @@ def _original_error(message: str) -> tuple[str, str]:
     return (lines[-1] if lines else ""), (frames[-1] if frames else "")
 
 
-def worker_error(exc: BaseException) -> UserError | None:
-    """The user-facing error for a loader worker's death or exception, or ``None`` if ``exc`` is not one."""
+def worker_error(exc: BaseException, in_loader: bool = True) -> UserError | None:
+    """The user-facing error for a loader worker's death or exception, or ``None`` if ``exc`` is not one.
+
+    Args:
+        exc: the exception.
+        in_loader: ``exc`` came out of the loader itself, so an out-of-shared-memory error of the main
+            process (opening the workers' queues) is the loader's too. Elsewhere only torch's worker
+            messages count: a training step's "Cannot allocate memory" is not about /dev/shm.
+    """
     if isinstance(exc, UserError):
         return None
     message = str(exc)
+    worker_raised = _RAISED_IN_WORKER in message
+    died = _DEATH_SOURCE in message and any(s in message for s in _DEATH_SIGNS)
+    short_of_shm = in_loader and any(s in message for s in _SHM_SIGNS)
+    if not (worker_raised or (isinstance(exc, RuntimeError | OSError) and (died or short_of_shm))):
+        return None
     first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
     free = shm_free_bytes()
     free_now = "" if free is None else f" ({free / 1e6:.1f} MB free now)"
@@ -126,7 +139,7 @@ def worker_error(exc: BaseException) -> UserError | None:
         "data.img_size, or enlarge /dev/shm (docker run --shm-size=8g, or --ipc=host); --data.num_workers 0 "
         f"loads in the main process without /dev/shm. {RESUME_HINT}"
     )
-    if _RAISED_IN_WORKER in message:
+    if worker_raised:
         original, frame = _original_error(message)
         if any(sign in original for sign in _SHM_SIGNS):
             return WorkerDiedError(
@@ -141,20 +154,18 @@ def worker_error(exc: BaseException) -> UserError | None:
             fix="If it names a data file, repair or remove it (`lucid data check --data-root ...`); rerun with "
             f"--data.num_workers 0 to see the full traceback in the main process. {RESUME_HINT}",
         )
-    if isinstance(exc, RuntimeError | OSError) and any(s in message for s in _DEATH_SIGNS):
+    if died:
         return WorkerDiedError(
             f"A data-loader worker died ({first}).",
             why="the OS killed it: usually host memory ran out, or /dev/shm is too small for the batches "
             f"in flight{free_now}.",
             fix=shm_fix,
         )
-    if isinstance(exc, RuntimeError | OSError) and any(s in message for s in _SHM_SIGNS):
-        return WorkerDiedError(
-            f"The data loader could not get shared memory ({first}).",
-            why=f"/dev/shm{free_now} is too small for the loader's queues and the batches in flight.",
-            fix=shm_fix,
-        )
-    return None
+    return WorkerDiedError(
+        f"The data loader could not get shared memory ({first}).",
+        why=f"/dev/shm{free_now} is too small for the loader's queues and the batches in flight.",
+        fix=shm_fix,
+    )
 
 
 class EpochSampler(Sampler[tuple[int, int, int]]):
@@ -244,6 +255,8 @@ class _GuardedIterator:
                 _live.add(self)
                 shm_segments.track(w.pid for w in getattr(self._inner, "_workers", ()) if w.pid is not None)
             return next(self._inner)
+        except StopIteration:
+            raise
         except Exception as exc:
             err = worker_error(exc)
             if err is None:

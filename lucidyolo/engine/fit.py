@@ -234,7 +234,7 @@ def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: l
     except Exception as exc:
         # torch reports a dead worker from its SIGCHLD handler, wherever the main thread is (not only
         # inside the loader's next), so the mapping is repeated here
-        err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc)
+        err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc, in_loader=False)
         if err is None:
             raise
         command = _resume_command(spec, run_dir)

@@ -162,3 +162,14 @@ def test_a_full_shm_in_a_worker_ends_the_epoch_at_once_and_its_segment_is_remove
     assert "/dev/shm" in err.why and "--shm-size" in err.fix and "--data.num_workers 0" in err.fix
     pid = it._workers[0].pid
     assert not list(shm.glob(f"torch_{pid}_*"))  # the worker's leftover segment is gone
+
+
+def test_outside_the_loader_only_torchs_worker_messages_count():
+    from lucidyolo.data.loader import worker_error
+
+    oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB. Error code 12 (Cannot allocate memory)")
+    assert worker_error(oom, in_loader=False) is None  # a training step out of RAM is not a /dev/shm problem
+    assert isinstance(worker_error(oom), WorkerDiedError)  # ... but out of the loader itself it is
+    died = worker_error(RuntimeError("DataLoader worker (pid(s) 4242) exited unexpectedly"), in_loader=False)
+    assert isinstance(died, WorkerDiedError) and "4242" in died.what
+    assert worker_error(ValueError("bad value"), in_loader=False) is None
