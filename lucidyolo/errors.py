@@ -52,3 +52,25 @@ class PluginError(UserError):
 
 class NotAvailableError(UserError):
     """A command or feature that is not built yet; says so honestly and exits 2."""
+
+
+class RunInterrupted(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM stopped a run; the CLI exits ``128 + signum`` with a resume hint.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so ``except Exception`` in
+    library code cannot swallow it, but not a ``KeyboardInterrupt``: Lightning
+    turns that into ``sys.exit(1)`` and the signal would be lost.
+
+    Args:
+        signum: the signal received.
+        resume: the command that continues the run (set by the fit runner), if any.
+    """
+
+    def __init__(self, signum: int, resume: str | None = None) -> None:
+        self.signum = int(signum)
+        self.resume = resume
+        super().__init__(f"stopped by signal {self.signum}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

@@ -15,7 +15,7 @@ from lucidyolo._version import __version__
 from lucidyolo.cli import data, export, fit, gate, model, plugins, predict
 from lucidyolo.cli import evaluate as eval_cmd
 from lucidyolo.cli.console import print_user_error, set_verbosity
-from lucidyolo.errors import UserError
+from lucidyolo.errors import RunInterrupted, UserError
 
 app = typer.Typer(
     name="lucid",
@@ -63,6 +63,14 @@ def main() -> None:
     except UserError as err:
         print_user_error(err)
         sys.exit(err.exit_code)
+    except RunInterrupted as stop:
+        name = {2: "Ctrl-C (SIGINT)", 15: "SIGTERM"}.get(stop.signum, f"signal {stop.signum}")
+        print_user_error(UserError(
+            f"Stopped by {name}.",
+            fix=f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume
+            else "No epoch had finished; start the run again.",
+        ))
+        sys.exit(stop.exit_code)
     except KeyboardInterrupt:
         print_user_error(UserError("Interrupted.", fix="Resume a training run with `lucid fit TASK --resume RUN_DIR`."))
         sys.exit(130)

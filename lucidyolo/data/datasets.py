@@ -4,10 +4,11 @@ Both yield one :class:`Sample`; :func:`lucidyolo.structures.packed.collate_packe
 turns a list of them into a :class:`~lucidyolo.structures.packed.PackedBatch`.
 
 Randomness (training): no global RNG is touched. Each sample's draws come
-from a numpy ``Generator`` seeded by ``(seed, epoch, num_workers, worker id)``
-and consumed in sampler order, so with 0 workers one generator serves the
-whole epoch in index order, and with workers every worker has its own stream
-per epoch. The epoch travels with each index (``(epoch, index)`` pairs from
+from its own numpy ``Generator`` seeded by ``(seed, epoch, position)``, its
+place in the epoch's order, so a sample is the same whichever process builds
+it: the stream depends neither on the worker count nor on what the process
+did before (a resumed run replays it exactly). The epoch and position travel
+with each index (``(epoch, position, index)`` from
 :class:`lucidyolo.data.loader.EpochSampler`), so persistent workers switch
 streams and close-mosaic at the right epoch too.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import Dataset
 
 from lucidyolo.data.augment.letterbox import letterbox_image, letterbox_targets
 from lucidyolo.data.augment.pipeline import AugmentStrengths, TrainAugment, strengths_for_variant
@@ -98,8 +99,6 @@ class TrainDataset(Dataset):
             len(source), self._load, source.targets, self.img_size, self.strengths, source.meta(), device_hsv
         )
         self.epoch = 0
-        self._rng_key: tuple[int, int, int] | None = None
-        self._rng = np.random.default_rng(0)
 
     def _decode(self, i: int) -> np.ndarray:
         return read_image_fast(self.source.image_path(i))
@@ -118,22 +117,17 @@ class TrainDataset(Dataset):
         """Close-mosaic switch: mosaic is off for the last ``close_mosaic`` epochs."""
         return self.epochs is None or epoch < self.epochs - self.close_mosaic
 
-    def rng_for(self, epoch: int) -> np.random.Generator:
-        """The generator of the current process (main or worker) for ``epoch``.
+    def rng_for(self, epoch: int, position: int) -> np.random.Generator:
+        """The generator of the sample at ``position`` of ``epoch`` (a pure function of the run seed and those two)."""
+        return np.random.default_rng(np.random.SeedSequence([self.seed, int(epoch), int(position)]))
 
-        Re-created only when the epoch or the worker changes, so consecutive
-        samples continue one stream.
-        """
-        info = get_worker_info()
-        key = (epoch, -1 if info is None else info.id, 0 if info is None else info.num_workers)
-        if key != self._rng_key:
-            self._rng_key = key
-            self._rng = np.random.default_rng(np.random.SeedSequence([self.seed, epoch, key[2], key[1] + 1]))
-        return self._rng
-
-    def __getitem__(self, item: int | tuple[int, int]) -> Sample:
-        epoch, index = (int(item[0]), int(item[1])) if isinstance(item, tuple) else (self.epoch, int(item))
-        out = self.augment(index, self.rng_for(epoch), self.mosaic_enabled(epoch), chw=True)
+    def __getitem__(self, item: int | tuple[int, ...]) -> Sample:
+        """``(epoch, position, index)`` from the sampler; a plain index uses :meth:`set_epoch`'s epoch and itself as position."""
+        if isinstance(item, tuple):
+            epoch, position, index = (int(item[0]), int(item[1]), int(item[-1]))
+        else:
+            epoch, position, index = self.epoch, int(item), int(item)
+        out = self.augment(index, self.rng_for(epoch, position), self.mosaic_enabled(epoch), chw=True)
         lb = (math.nan, math.nan, math.nan) if out.affine is None else (out.affine.s, out.affine.tx, out.affine.ty)
         return Sample(
             image=torch.from_numpy(out.image),  # (3, S, S), already contiguous
@@ -160,8 +154,8 @@ class ValDataset(Dataset):
     def __len__(self) -> int:
         return len(self.source)
 
-    def __getitem__(self, item: int | tuple[int, int]) -> Sample:
-        index = int(item[1]) if isinstance(item, tuple) else int(item)
+    def __getitem__(self, item: int | tuple[int, ...]) -> Sample:
+        index = int(item[-1]) if isinstance(item, tuple) else int(item)
         image, params = letterbox_image(read_image_fast(self.source.image_path(index)), self.img_size)
         targets = letterbox_targets(self.source.targets(index), params)
         return Sample(

@@ -2,53 +2,85 @@
 
 Three resources run out independently (data spec, "Batch transport"):
 CPU threads (:func:`worker_init_fn` pins each worker to one torch thread),
-/dev/shm bytes (:func:`resolve_num_workers` caps the automatic worker count,
-:mod:`lucidyolo.data.shm`) and shm segments (:class:`PackedBatch` keeps the
-tensor count per batch constant). A worker killed by the OS surfaces as
-:class:`WorkerDiedError` with advice instead of a bare RuntimeError.
+/dev/shm bytes (:mod:`lucidyolo.data.worker_plan` budgets the worker counts)
+and shm segments (:class:`PackedBatch` keeps the tensor count per batch
+constant). A failing worker never leaves the main process waiting: the batch's
+shared memory is allocated inside the fetch (:func:`collate_for_transport`), a
+worker whose queue cannot send exits, and every worker death or exception
+surfaces as a :class:`~lucidyolo.errors.UserError` with advice
+(:func:`worker_error`), after which the workers are stopped and their leftover
+segments removed (:mod:`lucidyolo.data.shm_segments`).
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing.queues
 import os
 import random
-import warnings
-from collections.abc import Iterator
+import signal
+import traceback
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
+from torch.utils.data import _utils as torch_data_utils
 
-from lucidyolo.data.shm import batch_nbytes, local_world_size, shm_free_bytes, shm_worker_cap
+from lucidyolo.data import shm_segments
+from lucidyolo.data.shm import shm_free_bytes
+from lucidyolo.data.worker_plan import largest_batch_nbytes, plan_workers
 from lucidyolo.errors import UserError
 from lucidyolo.structures.fields import field_specs
 from lucidyolo.structures.packed import PackedBatch, collate_packed
 
-_DEATH_SIGNS = (
-    "killed by signal",
-    "exited unexpectedly",
+_SHM_SIGNS = (
+    "unable to allocate shared memory",
+    "No space left on device",
     "Cannot allocate memory",
     "unable to mmap",
-    "Too many open files",
     "unable to open shared memory",
-    "No space left on device",
+    "Too many open files",
 )
+_DEATH_SIGNS = ("killed by signal", "exited unexpectedly")
+_DEATH_SOURCE = "DataLoader worker (pid"  # torch's wording for both deaths
+_RAISED_IN_WORKER = "in DataLoader worker process"
+RESUME_HINT = "The last finished epoch is in the run's checkpoints/last.ckpt; continue with `lucid fit TASK --resume RUN_DIR`."
 
 
 class WorkerDiedError(UserError):
-    """A loader worker was killed by the OS or could not map shared memory."""
+    """A loader worker was killed by the OS or could not allocate shared memory."""
+
+
+class WorkerFailedError(UserError):
+    """A loader worker raised an exception while building a batch."""
+
+
+def _exit_on_feeder_error(exc: BaseException, obj: Any) -> None:
+    # Runs in a worker's queue feeder thread when a finished batch cannot be sent (e.g. no file
+    # descriptor left to pass its segments). The stdlib default prints and drops the batch, and the
+    # main process then waits for it forever; exiting turns that into a dead worker, which the main
+    # process notices at once (SIGCHLD) and reports.
+    traceback.print_exception(exc)
+    os._exit(1)
 
 
 def worker_init_fn(worker_id: int) -> None:
-    """Run in every worker at start: one torch thread, and per-worker, per-epoch seeds.
+    """Run in every worker at start: one torch thread, per-worker seeds, signal and queue guards.
 
-    torch's per-worker seed (``base_seed + worker_id``, the base drawn from
-    the loader's seeded generator every epoch) seeds the global ``random``,
-    numpy and torch RNGs for any third-party code; our own augmentation draws
-    come from the dataset's explicit generators.
+    torch's per-worker seed (``base_seed + worker_id``; the base is drawn from
+    the loader's generator, re-seeded from ``(seed, epoch)`` each epoch) seeds
+    the global ``random``, numpy and torch RNGs for any third-party code; our
+    own augmentation draws come from per-sample generators.
+
+    The fit runner's SIGINT/SIGTERM handlers are inherited through fork; a
+    worker takes the defaults back (Ctrl-C: torch's worker loop exits quietly
+    on KeyboardInterrupt; SIGTERM ends it) and leaves stopping the run to the
+    main process.
     """
     torch.set_num_threads(1)
     info = get_worker_info()
@@ -56,94 +88,95 @@ def worker_init_fn(worker_id: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    multiprocessing.queues.Queue._on_queue_feeder_error = staticmethod(_exit_on_feeder_error)  # type: ignore[method-assign]
 
 
-def available_cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
+def collate_for_transport(samples: Any, fields: Any = ()) -> PackedBatch:
+    """Pack a batch; inside a worker, also move it into shared memory.
+
+    Allocating the segments here, in the worker's main thread, makes a full
+    /dev/shm raise inside the fetch, so the exception reaches the main process.
+    Left to the queue's feeder thread (torch's default for tensors not yet
+    shared; the same copy, so no extra cost), the failure is only printed
+    there, the batch is lost and the main process waits for it forever.
+    """
+    batch = collate_packed(samples, fields)
+    if get_worker_info() is not None:
+        batch.share_memory_()
+    return batch
 
 
-def resolve_num_workers(
-    requested: int | None,
-    batch_size: int,
-    img_size: int,
-    prefetch_factor: int = 2,
-    float_images: bool = False,
-    cores: int | None = None,
-    free_shm: int | None | str = "probe",
-    ranks: int | None = None,
-) -> int:
-    """Training worker count: a named count is honoured; ``None`` means automatic.
+def _original_error(message: str) -> tuple[str, str]:
+    """The worker's own exception line and innermost frame from torch's re-raised message."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    frames = [ln for ln in lines if ln.startswith('File "')]
+    return (lines[-1] if lines else ""), (frames[-1] if frames else "")
 
-    Automatic: ``min(batch_size, cores per rank)``, capped so
-    ``workers x prefetch x batch_bytes`` fits half the free /dev/shm divided by
-    the ranks on this host; at least 1; hosts without /dev/shm are not capped.
+
+def worker_error(exc: BaseException, in_loader: bool = True) -> UserError | None:
+    """The user-facing error for a loader worker's death or exception, or ``None`` if ``exc`` is not one.
 
     Args:
-        requested: ``data.num_workers`` (``None`` = auto).
-        batch_size: per-rank batch size.
-        img_size: S.
-        prefetch_factor: batches queued per worker.
-        float_images: float32 transport (device HSV) instead of uint8.
-        cores: override the detected core count (tests).
-        free_shm: override the probed free /dev/shm (``None`` = no /dev/shm).
-        ranks: override ``LOCAL_WORLD_SIZE``.
+        exc: the exception.
+        in_loader: ``exc`` came out of the loader itself, so an out-of-shared-memory error of the main
+            process (opening the workers' queues) is the loader's too. Elsewhere only torch's worker
+            messages count: a training step's "Cannot allocate memory" is not about /dev/shm.
     """
-    if requested is not None:
-        if requested < 0:
-            raise UserError(f"data.num_workers = {requested} is negative.", fix="Use 0 (main process) or a positive count.")
-        return int(requested)
-    ranks = local_world_size() if ranks is None else max(1, ranks)
-    cores = available_cores() if cores is None else cores
-    wanted = max(1, min(batch_size, max(1, cores // ranks)))
-    free = shm_free_bytes() if free_shm == "probe" else free_shm
-    cap = shm_worker_cap(batch_nbytes(batch_size, img_size, float_images), prefetch_factor, free, ranks)  # type: ignore[arg-type]
-    return wanted if cap is None else min(wanted, cap)
-
-
-def resolve_val_num_workers(
-    inherited: int,
-    val_num_workers: int | None,
-    batch_size: int,
-    img_size: int,
-    prefetch_factor: int = 2,
-    train_pool_bytes: int = 0,
-    free_shm: int | None | str = "probe",
-    ranks: int | None = None,
-) -> int:
-    """Validation worker count: ``data.val_num_workers`` wins; an inherited count is bounded.
-
-    The validation pool spawns while the training pool is resident, so the
-    inherited count must fit what the training queue leaves of the budget; a
-    reduction is announced with a warning naming the number.
-    """
-    if val_num_workers is not None:
-        return int(val_num_workers)
-    if inherited <= 0:
-        return 0
-    ranks = local_world_size() if ranks is None else max(1, ranks)
-    free = shm_free_bytes() if free_shm == "probe" else free_shm
-    cap = shm_worker_cap(batch_nbytes(batch_size, img_size), prefetch_factor, free, ranks, reserved_bytes=train_pool_bytes)  # type: ignore[arg-type]
-    if cap is not None and cap < inherited:
-        warnings.warn(
-            f"Validation uses {cap} loader workers instead of {inherited}: the training workers' "
-            "queue already holds /dev/shm. Set data.val_num_workers to choose the number.",
-            UserWarning,
-            stacklevel=2,
+    if isinstance(exc, UserError):
+        return None
+    message = str(exc)
+    worker_raised = _RAISED_IN_WORKER in message
+    died = _DEATH_SOURCE in message and any(s in message for s in _DEATH_SIGNS)
+    short_of_shm = in_loader and any(s in message for s in _SHM_SIGNS)
+    if not (worker_raised or (isinstance(exc, RuntimeError | OSError) and (died or short_of_shm))):
+        return None
+    first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    free = shm_free_bytes()
+    free_now = "" if free is None else f" ({free / 1e6:.1f} MB free now)"
+    shm_fix = (
+        "Lower data.num_workers (or leave it at auto, which budgets /dev/shm), lower data.batch_size or "
+        "data.img_size, or enlarge /dev/shm (docker run --shm-size=8g, or --ipc=host); --data.num_workers 0 "
+        f"loads in the main process without /dev/shm. {RESUME_HINT}"
+    )
+    if worker_raised:
+        original, frame = _original_error(message)
+        if any(sign in original for sign in _SHM_SIGNS):
+            return WorkerDiedError(
+                f"A data-loader worker could not allocate shared memory for a batch: {original}",
+                why=f"/dev/shm{free_now} is too small for the batches in flight (workers x prefetch_factor; "
+                "containers default to 64 MB).",
+                fix=shm_fix,
+            )
+        return WorkerFailedError(
+            f"A data-loader worker failed: {original}",
+            why=f"the loader stops at the first sample it cannot build ({frame or 'no frame'}).",
+            fix="If it names a data file, repair or remove it (`lucid data check --data-root ...`); rerun with "
+            f"--data.num_workers 0 to see the full traceback in the main process. {RESUME_HINT}",
         )
-        return cap
-    return inherited
+    if died:
+        return WorkerDiedError(
+            f"A data-loader worker died ({first}).",
+            why="the OS killed it: usually host memory ran out, or /dev/shm is too small for the batches "
+            f"in flight{free_now}.",
+            fix=shm_fix,
+        )
+    return WorkerDiedError(
+        f"The data loader could not get shared memory ({first}).",
+        why=f"/dev/shm{free_now} is too small for the loader's queues and the batches in flight.",
+        fix=shm_fix,
+    )
 
 
-class EpochSampler(Sampler[tuple[int, int]]):
-    """Yields ``(epoch, index)`` pairs: the epoch reaches even persistent workers.
+class EpochSampler(Sampler[tuple[int, int, int]]):
+    """Yields ``(epoch, position, index)``: the epoch reaches even persistent workers.
 
-    Shuffling is a permutation from ``(seed, epoch)``; with ``world_size > 1``
-    each rank takes every ``world_size``-th position (padded by wrapping so all
-    ranks see the same count). Use it with Lightning's ``use_distributed_sampler=False``.
+    Shuffling is a permutation from ``(seed, epoch)``; ``position`` is the
+    sample's place in the epoch's (padded) order, the same on every rank, and
+    seeds that sample's augmentation. With ``world_size > 1`` each rank takes
+    every ``world_size``-th position (padded by wrapping so all ranks see the
+    same count). Use it with Lightning's ``use_distributed_sampler=False``.
     """
 
     def __init__(self, num_items: int, shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
@@ -160,7 +193,7 @@ class EpochSampler(Sampler[tuple[int, int]]):
     def __len__(self) -> int:
         return math.ceil(self.num_items / self.world_size)
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
+    def __iter__(self) -> Iterator[tuple[int, int, int]]:
         if self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(self.num_items)
         else:
@@ -168,51 +201,106 @@ class EpochSampler(Sampler[tuple[int, int]]):
         total = len(self) * self.world_size
         if total > self.num_items and self.num_items:
             order = np.concatenate([order, order[: total - self.num_items]])
-        for i in order[self.rank : total : self.world_size]:
-            yield (self.epoch, int(i))
+        for position in range(self.rank, total, self.world_size):
+            yield (self.epoch, position, int(order[position]))
+
+
+STOP_GRACE_S = 0.5
+"""How long a stopping loader waits for each busy worker before terminating it."""
+
+_live: weakref.WeakSet[_GuardedIterator] = weakref.WeakSet()
+
+
+@contextmanager
+def _status_interval(seconds: float) -> Iterator[None]:
+    # torch's shutdown joins each worker for MP_STATUS_CHECK_INTERVAL (5 s), one after the other, before
+    # it terminates the ones still running: a worker stuck in a batch would hold a stopping run that long
+    saved = torch_data_utils.MP_STATUS_CHECK_INTERVAL
+    torch_data_utils.MP_STATUS_CHECK_INTERVAL = seconds
+    try:
+        yield
+    finally:
+        torch_data_utils.MP_STATUS_CHECK_INTERVAL = saved
+
+
+def stop_all_loaders() -> None:
+    """Stop every running loader's workers now (a run is ending) and remove the segments they left."""
+    for it in list(_live):
+        it.shutdown()
 
 
 class _GuardedIterator:
-    """Wraps a DataLoader iterator; worker deaths become :class:`WorkerDiedError`."""
+    """A DataLoader iterator created at the first ``next`` and guarded against worker failures.
 
-    def __init__(self, inner: Iterator[Any], num_workers: int) -> None:
-        self._inner = inner
-        self._num_workers = num_workers
+    Lazy on purpose: Lightning calls ``iter()`` before it sets the sampler's
+    epoch (at setup, and on resume for the first epoch), and a worker pool
+    dispatches its first batches the moment it starts, so an eager iterator
+    trained a resumed run's first epoch on epoch 0's samples.
+    """
+
+    def __init__(self, loader: GuardedDataLoader, make: Callable[[], Iterator[Any]]) -> None:
+        self._loader = loader
+        self._make = make
+        self._inner: Iterator[Any] | None = None
 
     def __iter__(self) -> _GuardedIterator:
         return self
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
+        return len(self._loader)
 
     def __next__(self) -> Any:
         try:
+            if self._inner is None:
+                self._inner = self._make()
+                _live.add(self)
+                shm_segments.track(w.pid for w in getattr(self._inner, "_workers", ()) if w.pid is not None)
             return next(self._inner)
-        except (RuntimeError, OSError) as exc:
-            msg = str(exc)
-            if not any(sign in msg for sign in _DEATH_SIGNS):
+        except StopIteration:
+            raise
+        except Exception as exc:
+            err = worker_error(exc)
+            if err is None:
                 raise
-            raise WorkerDiedError(
-                f"A data-loader worker died ({msg.strip().splitlines()[0]}).",
-                why=(
-                    "the OS killed it: usually /dev/shm is too small for the batches in flight "
-                    "(containers default to 64 MB) or host memory ran out."
-                ),
-                fix=(
-                    "Enlarge /dev/shm (docker: --shm-size=8g / --ipc=host), lower data.batch_size or "
-                    "data.num_workers, or run with --data.num_workers 0."
-                ),
-            ) from exc
+            self.shutdown()
+            raise err from exc
+
+    def shutdown(self) -> None:
+        """Stop this iterator's workers now and remove the segments they left."""
+        inner = self._inner
+        if inner is None:
+            return
+        _live.discard(self)
+        pids = [w.pid for w in getattr(inner, "_workers", ()) if w.pid is not None]
+        stop = getattr(inner, "_shutdown_workers", None)
+        if stop is not None:
+            with _status_interval(STOP_GRACE_S):
+                stop()
+        shm_segments.remove_leftovers(pids)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        if name.startswith("__") or self.__dict__.get("_inner") is None:
+            raise AttributeError(name)
+        return getattr(self.__dict__["_inner"], name)
+
+
+def _generator_seed(seed: int, epoch: int) -> int:
+    return int(np.random.SeedSequence([seed % 2**63, epoch]).generate_state(1)[0])
 
 
 class GuardedDataLoader(DataLoader):
-    """A :class:`DataLoader` whose iterator re-raises worker deaths as :class:`WorkerDiedError`."""
+    """A :class:`DataLoader` with a lazy, guarded iterator (see :class:`_GuardedIterator`)."""
 
     def __iter__(self) -> _GuardedIterator:  # type: ignore[override]
-        return _GuardedIterator(super().__iter__(), self.num_workers)
+        return _GuardedIterator(self, self._start_epoch)
+
+    def _start_epoch(self) -> Iterator[Any]:
+        # The base seed of the workers' global RNGs is drawn from the generator when the iterator starts;
+        # re-seeding it from (seed, epoch) makes it independent of how many epochs this process has run.
+        sampler = self.sampler
+        if self.generator is not None and isinstance(sampler, EpochSampler):
+            self.generator.manual_seed(_generator_seed(sampler.seed, sampler.epoch))
+        return super().__iter__()
 
     def set_epoch(self, epoch: int) -> None:
         """Forward the epoch to the sampler (and the dataset, for 0-worker integer use)."""
@@ -255,19 +343,28 @@ def build_train_loader(
     """Training loader over a :class:`~lucidyolo.data.datasets.TrainDataset`.
 
     Args:
-        dataset: training dataset (its ``img_size`` and ``device_hsv`` size the shm budget).
+        dataset: training dataset (its source, ``img_size``, strengths and ``device_hsv`` size the shm budget).
         batch_size: per-rank batch size.
         fields: the task's instance fields beyond boxes/labels/difficult (fix the packed tensor set).
-        num_workers: ``None`` = automatic (see :func:`resolve_num_workers`).
+        num_workers: ``None`` = automatic for this loader alone (the fit runner plans
+            training and validation together and passes the count).
         prefetch_factor: batches queued per worker (DataLoader default 2).
         persistent_workers: keep workers between epochs (default off).
         pin_memory: ``None`` = only when CUDA is available; never without CUDA.
         seed: run seed (shuffle order; per-worker seeds).
         rank, world_size: DDP sharding done by our sampler.
     """
-    img_size = int(getattr(dataset, "img_size", 640))
-    float_images = bool(getattr(dataset, "device_hsv", False))
-    workers = resolve_num_workers(num_workers, batch_size, img_size, prefetch_factor, float_images)
+    if num_workers is None:
+        strengths = getattr(dataset, "strengths", None)
+        batch_bytes = largest_batch_nbytes(
+            dataset.source, tuple(fields), batch_size, int(dataset.img_size), train=True,  # type: ignore[attr-defined]
+            mosaic=strengths is None or strengths.mosaic > 0, mixup=strengths is not None and strengths.mixup > 0,
+            copy_paste=strengths is not None and strengths.copy_paste > 0,
+            float_images=bool(getattr(dataset, "device_hsv", False)),
+        )
+        num_workers = plan_workers(
+            None, 0, batch_size=batch_size, train_batch_bytes=batch_bytes, val_batch_bytes=0, prefetch_factor=prefetch_factor
+        ).train
     sampler = EpochSampler(len(dataset), shuffle=shuffle, seed=seed, rank=rank, world_size=world_size)  # type: ignore[arg-type]
     generator = torch.Generator()
     generator.manual_seed(seed)
@@ -276,9 +373,9 @@ def build_train_loader(
         batch_size=batch_size,
         sampler=sampler,
         drop_last=drop_last,
-        collate_fn=partial(collate_packed, fields=field_specs(fields)),
+        collate_fn=partial(collate_for_transport, fields=field_specs(fields)),
         generator=generator,
-        **_loader_kwargs(workers, prefetch_factor, persistent_workers, pin_memory),
+        **_loader_kwargs(num_workers, prefetch_factor, persistent_workers, pin_memory),
     )
 
 
@@ -287,10 +384,8 @@ def build_val_loader(
     batch_size: int,
     fields: tuple[str, ...] = (),
     *,
-    inherited_workers: int = 0,
-    val_num_workers: int | None = None,
+    val_num_workers: int = 0,
     prefetch_factor: int = 2,
-    train_pool_bytes: int = 0,
     pin_memory: bool | None = None,
     rank: int = 0,
     world_size: int = 1,
@@ -298,20 +393,15 @@ def build_val_loader(
     """Validation loader (ordered, letterbox only).
 
     Args:
-        inherited_workers: the training worker count the validation pool would inherit.
-        val_num_workers: ``data.val_num_workers`` override.
-        train_pool_bytes: shm the resident training queue holds
-            (``workers x prefetch x batch_bytes``).
+        val_num_workers: worker count (the fit runner's plan, or the caller's choice).
     """
-    img_size = int(getattr(dataset, "img_size", 640))
-    workers = resolve_val_num_workers(inherited_workers, val_num_workers, batch_size, img_size, prefetch_factor, train_pool_bytes)
     sampler = EpochSampler(len(dataset), shuffle=False, rank=rank, world_size=world_size)  # type: ignore[arg-type]
     return GuardedDataLoader(
         dataset,
         batch_size=batch_size,
         sampler=sampler,
-        collate_fn=partial(collate_packed, fields=field_specs(fields)),
-        **_loader_kwargs(workers, prefetch_factor, False, pin_memory),
+        collate_fn=partial(collate_for_transport, fields=field_specs(fields)),
+        **_loader_kwargs(int(val_num_workers), prefetch_factor, False, pin_memory),
     )
 
 

@@ -1,22 +1,19 @@
-"""The /dev/shm budget of the loader's worker queue.
+"""Probes of the shared-memory filesystem the loader's batches travel through.
 
-In-flight batches live in POSIX shared memory: ``workers x prefetch_factor``
-batches at once. When that exceeds the free /dev/shm the pin-memory thread
-dies on ``mmap`` ("Cannot allocate memory"). The automatic worker count is
-therefore capped so the queue fits half the free space, shared among the
-ranks on this host (several DDP ranks use one /dev/shm).
+In-flight batches live in POSIX shared memory (/dev/shm), one segment per
+tensor, allocated in whole pages. :mod:`lucidyolo.data.worker_plan` budgets
+the worker counts against what these probes report.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 
 SHM_PATH = "/dev/shm"
 SHM_FRACTION = 0.5
-"""Use at most half of the free /dev/shm for one host's loader queues."""
-
-TARGETS_BYTES_PER_IMAGE = 16 * 1024
-"""Allowance for the packed target tensors and meta of one image (generous)."""
+"""The automatic worker count uses at most half of the free /dev/shm: other
+processes use it too, and the probe is one moment's reading."""
 
 
 def shm_free_bytes(path: str = SHM_PATH) -> int | None:
@@ -28,32 +25,14 @@ def shm_free_bytes(path: str = SHM_PATH) -> int | None:
     return int(st.f_bavail) * int(st.f_frsize)
 
 
+def shm_page_size() -> int:
+    """Allocation unit of a shared-memory segment (the memory page)."""
+    return mmap.PAGESIZE
+
+
 def local_world_size() -> int:
     """Training processes on this host (``LOCAL_WORLD_SIZE``, set by Lightning/torchrun; default 1)."""
     try:
         return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     except ValueError:
         return 1
-
-
-def batch_nbytes(batch_size: int, img_size: int, float_images: bool = False) -> int:
-    """Shared-memory bytes of one packed batch: images (uint8 or float32) plus a target allowance."""
-    per_pixel = 4 if float_images else 1
-    return batch_size * (3 * img_size * img_size * per_pixel + TARGETS_BYTES_PER_IMAGE)
-
-
-def shm_worker_cap(batch_bytes: int, prefetch_factor: int, free_bytes: int | None, ranks: int = 1, reserved_bytes: int = 0) -> int | None:
-    """Most workers whose in-flight batches fit the budget (at least 1), or ``None`` when uncapped.
-
-    Args:
-        batch_bytes: bytes of one batch (:func:`batch_nbytes`).
-        prefetch_factor: batches queued per worker.
-        free_bytes: free /dev/shm (``None``: no /dev/shm, no cap).
-        ranks: processes on this host sharing it.
-        reserved_bytes: bytes this rank already has in flight (e.g. the resident training pool).
-    """
-    if free_bytes is None:
-        return None
-    budget = free_bytes * SHM_FRACTION / max(1, ranks) - reserved_bytes
-    per_worker = max(1, batch_bytes * max(1, prefetch_factor))
-    return max(1, int(budget // per_worker))

@@ -162,6 +162,16 @@ class ImageSource:
         counted = np.concatenate([[0], np.cumsum(self._counted)]).astype(np.int64)
         return counted[self._inst_offsets[1:]] - counted[self._inst_offsets[:-1]]
 
+    def polygon_sizes_per_image(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(points, rings)``: two ``(N_images,)`` int64 arrays, polygon points and rings of every image (zeros without polygons)."""
+        p = self._all.polygons
+        if p is None:
+            zeros = np.zeros(len(self), np.int64)
+            return zeros, zeros.copy()
+        # rings are stored in owner order (see targets()), so each image's rings are one contiguous run
+        bounds = np.searchsorted(p.ring_owner, self._inst_offsets, side="left")
+        return np.diff(p.ring_offsets[bounds]).astype(np.int64), np.diff(bounds).astype(np.int64)
+
     def all_labels(self) -> np.ndarray:
         """``(M,)`` int64 labels of every instance of the split (read-only view)."""
         v = self._labels.view()

@@ -143,4 +143,23 @@ def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: Im
         augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
         persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
+        local_ranks=local_ranks(cfg, cuda),
     )
+
+
+def local_ranks(cfg: RunConfig, cuda: bool) -> int:
+    """Training processes per host (they share its /dev/shm): the devices per node, or ``LOCAL_WORLD_SIZE`` if larger."""
+    from lucidyolo.data.shm import local_world_size
+
+    devices = cfg.trainer.devices
+    if isinstance(devices, list):
+        count = len(devices)
+    elif isinstance(devices, int) or (isinstance(devices, str) and devices.isdigit()):
+        count = int(devices)
+    elif cuda:  # "auto" / "-1" take every GPU
+        import torch
+
+        count = torch.cuda.device_count()
+    else:
+        count = 1
+    return max(1, count, local_world_size())

@@ -8,9 +8,9 @@ import pytorch_lightning as pl
 
 from lucidyolo.data.augment.pipeline import strengths_for_variant
 from lucidyolo.data.datasets import TrainDataset, ValDataset
-from lucidyolo.data.loader import build_train_loader, build_val_loader, resolve_num_workers
-from lucidyolo.data.shm import batch_nbytes
+from lucidyolo.data.loader import build_train_loader, build_val_loader
 from lucidyolo.data.source import ImageSource
+from lucidyolo.data.worker_plan import WorkerPlan, largest_batch_nbytes, plan_workers
 
 
 class TrainingDataModule(pl.LightningDataModule):
@@ -27,8 +27,9 @@ class TrainingDataModule(pl.LightningDataModule):
         close_mosaic: final epochs without mosaic.
         mosaic: False disables mosaic for the whole run.
         augment: strength overrides (field name -> value).
-        num_workers: ``None`` = automatic (shm-capped).
-        val_num_workers: explicit validation pool size.
+        num_workers: ``None`` = automatic (budgeted against /dev/shm with validation).
+        val_num_workers: explicit validation pool size (``None``: follow the training count).
+        local_ranks: training processes on this host (they share /dev/shm); ``None`` = ``LOCAL_WORLD_SIZE``.
         prefetch_factor, persistent_workers: DataLoader settings.
         cache_train_images: decode training images once into RAM.
         device_hsv: colour jitter on the accelerator.
@@ -56,6 +57,7 @@ class TrainingDataModule(pl.LightningDataModule):
         cache_train_images: bool = False,
         device_hsv: bool = False,
         val_batch_size: int | None = None,
+        local_ranks: int | None = None,
     ) -> None:
         super().__init__()
         self.train_source = train_source
@@ -80,7 +82,8 @@ class TrainingDataModule(pl.LightningDataModule):
         self.device_hsv = device_hsv
         self.train_dataset: TrainDataset | None = None
         self.val_dataset: ValDataset | None = None
-        self._train_workers: int | None = None
+        self.local_ranks = local_ranks
+        self._plan: WorkerPlan | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_dataset is None and stage in (None, "fit"):
@@ -98,19 +101,30 @@ class TrainingDataModule(pl.LightningDataModule):
             return 0, 1
         return int(trainer.global_rank), int(trainer.world_size)
 
-    def train_workers(self) -> int:
-        """The training worker count, resolved once (the shm probe runs once per run, not per loader)."""
-        if self._train_workers is None:
-            self._train_workers = resolve_num_workers(
-                self.num_workers, self.batch_size, self.img_size, self.prefetch_factor, self.device_hsv
+    def worker_plan(self) -> WorkerPlan:
+        """Training and validation worker counts, planned once per run against /dev/shm (both pools at once).
+
+        Raises:
+            UserError: a named count whose batches cannot fit the free /dev/shm.
+        """
+        if self._plan is None:
+            st = self.strengths
+            train_bytes = largest_batch_nbytes(
+                self.train_source, self.fields, self.batch_size, self.img_size, train=True, mosaic=st.mosaic > 0,
+                mixup=st.mixup > 0, copy_paste=st.copy_paste > 0, float_images=self.device_hsv,
             )
-        return self._train_workers
+            val_bytes = largest_batch_nbytes(self.val_source, self.fields, self.val_batch_size, self.img_size, train=False)
+            self._plan = plan_workers(
+                self.num_workers, self.val_num_workers, batch_size=self.batch_size, train_batch_bytes=train_bytes,
+                val_batch_bytes=val_bytes, prefetch_factor=self.prefetch_factor, ranks=self.local_ranks,
+            )
+        return self._plan
 
     def train_dataloader(self) -> Any:
         assert self.train_dataset is not None
         rank, world = self._rank_world()
         return build_train_loader(
-            self.train_dataset, self.batch_size, self.fields, num_workers=self.train_workers(),
+            self.train_dataset, self.batch_size, self.fields, num_workers=self.worker_plan().train,
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             seed=self.seed, rank=rank, world_size=world,
         )
@@ -118,10 +132,7 @@ class TrainingDataModule(pl.LightningDataModule):
     def val_dataloader(self) -> Any:
         assert self.val_dataset is not None
         rank, world = self._rank_world()
-        workers = self.train_workers()
-        pool = workers * self.prefetch_factor * batch_nbytes(self.batch_size, self.img_size, self.device_hsv)
         return build_val_loader(
-            self.val_dataset, self.val_batch_size, self.fields, inherited_workers=workers,
-            val_num_workers=self.val_num_workers, prefetch_factor=self.prefetch_factor,
-            train_pool_bytes=pool, rank=rank, world_size=world,
+            self.val_dataset, self.val_batch_size, self.fields, val_num_workers=self.worker_plan().val,
+            prefetch_factor=self.prefetch_factor, rank=rank, world_size=world,
         )

@@ -11,7 +11,7 @@ from typing import Any
 from lucidyolo.cli.console import console, info
 from lucidyolo.config.resolve import config_to_yaml, run_config_class
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.errors import ConfigError, UserError
+from lucidyolo.errors import ConfigError, RunInterrupted, UserError
 from lucidyolo.tasks.api import TaskSpec
 
 _LEAF_SPEC = r".*LeafSpec.*"
@@ -103,7 +103,27 @@ def _next_version(root: Path) -> int:
 
 
 def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Train; returns a summary (run directory, best checkpoint, final metrics)."""
+    """Train; returns a summary (run directory, best checkpoint, final metrics).
+
+    SIGINT/SIGTERM stop the run at once with :class:`~lucidyolo.errors.RunInterrupted`;
+    a loader worker's death or exception ends it with a :class:`~lucidyolo.errors.UserError`;
+    either way the loader workers are stopped and the shared-memory segments they left removed.
+    """
+    from lucidyolo.data import shm_segments
+    from lucidyolo.engine.interrupt import stop_on_signals
+
+    with stop_on_signals():
+        try:
+            return _fit(spec, cfg, resume, extra_callbacks)
+        finally:
+            shm_segments.remove_leftovers()
+
+
+def _resume_command(spec: TaskSpec, run_dir: Path) -> str | None:
+    return f"lucid fit {spec.name} --resume {run_dir}" if (run_dir / "checkpoints" / "last.ckpt").is_file() else None
+
+
+def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: list[Any] | None) -> dict[str, Any]:
     quiet_known_warnings()
     quiet_lightning_logs()
     import pytorch_lightning as pl
@@ -111,6 +131,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
+    from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.build import (
         build_datamodule,
         build_system,
@@ -125,6 +146,8 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         ResultsCallback,
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
+    from lucidyolo.engine.interrupt import StopLoadersOnException
+    from lucidyolo.engine.rng_state import RNGStateCallback
 
     ckpt_path: Path | None = None
     if resume is not None:
@@ -163,6 +186,7 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         # and padded GT count are dynamic so the last short batch or a denser batch do not recompile.
         system.use_compiled_objective(torch.compile(system.objective, dynamic=True))
     datamodule = build_datamodule(spec, cfg, train_src, val_src, cuda=cuda)
+    plan = datamodule.worker_plan()  # refuses a named worker count that cannot fit /dev/shm, before training
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if os.environ.get("LOCAL_RANK", "0") == "0":
@@ -181,9 +205,11 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
     )
     # No epoch callback: Lightning's fit loop calls EpochSampler.set_epoch, and the sampler hands
     # the epoch to the dataset with every index.
-    callbacks: list[Any] = [checkpoint_cb, last_cb, ResultsCallback(
-        run_dir, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}
-    )]
+    callbacks: list[Any] = [
+        checkpoint_cb, last_cb,
+        ResultsCallback(run_dir, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}),
+        RNGStateCallback(), StopLoadersOnException(),
+    ]
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if console.is_terminal:
@@ -205,7 +231,25 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "
         f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, run dir {run_dir}"
     )
-    trainer.fit(system, datamodule=datamodule, ckpt_path=str(ckpt_path) if ckpt_path else None)
+    if os.environ.get("LOCAL_RANK", "0") == "0":
+        info(plan.describe())
+    try:
+        trainer.fit(system, datamodule=datamodule, ckpt_path=str(ckpt_path) if ckpt_path else None)
+    except RunInterrupted as stop:
+        stop.resume = _resume_command(spec, run_dir)
+        raise
+    except Exception as exc:
+        # torch reports a dead worker from its SIGCHLD handler, wherever the main thread is (not only
+        # inside the loader's next), so the mapping is repeated here
+        err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc, in_loader=False)
+        if err is None:
+            raise
+        command = _resume_command(spec, run_dir)
+        fix = (err.fix or "").replace(
+            RESUME_HINT,
+            f"The last finished epoch is saved: continue with `{command}`." if command else "No epoch had finished yet.",
+        )
+        raise type(err)(err.what, why=err.why, fix=fix) from (exc if err is not exc else exc.__cause__)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
     best = checkpoint_cb.best_model_path or str(run_dir / "checkpoints" / "last.ckpt")
     if trainer.is_global_zero:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,69 @@ class PackedBatch:
     def pin_memory(self) -> PackedBatch:
         """Pin every tensor (the DataLoader's pin thread calls this)."""
         return self._map(lambda t: t.pin_memory())
+
+    def share_memory_(self) -> PackedBatch:
+        """Move every tensor into shared memory in place (one segment each); returns ``self``."""
+        for t in self.tensors().values():
+            t.share_memory_()
+        return self
+
+    def nbytes(self, page: int = 1) -> int:
+        """Bytes of all tensors, each rounded up to a multiple of ``page`` (shm allocates whole pages per segment)."""
+        return sum(-(-t.numel() * t.element_size() // page) * page for t in self.tensors().values())
+
+
+def packed_nbytes(
+    fields: Sequence[str],
+    batch_size: int,
+    img_size: int,
+    instances: int,
+    *,
+    float_images: bool = False,
+    num_keypoints: int = 0,
+    ring_points: int = 0,
+    rings: int = 0,
+    page: int = 1,
+) -> int:
+    """Bytes of a packed batch whose every image carries ``instances`` instances.
+
+    Computed by packing placeholder samples with :func:`collate_packed` (images
+    on the ``meta`` device, so nothing image-sized is allocated): the layout is
+    read from the one place that defines it, never restated.
+
+    Args:
+        fields: the task's fields (``TaskSpec.fields``).
+        batch_size: B.
+        img_size: S.
+        instances: instances per image.
+        float_images: float32 images plus HSV gains (device HSV) instead of uint8.
+        num_keypoints: K (a keypoint field's trailing size).
+        ring_points, rings: polygon points and rings per image (a ragged field).
+        page: round every tensor up to a multiple of this (the shm page size).
+    """
+    from lucidyolo.structures.targets import Polygons, Targets
+
+    n = int(instances)
+    image = torch.empty((3, img_size, img_size), dtype=torch.float32 if float_images else torch.uint8, device="meta")
+    meta = {"num_keypoints": int(num_keypoints)}
+    extra: dict[str, Any] = {}
+    for spec in field_specs(fields):
+        for a in spec.attrs:
+            if a.ragged:
+                r = int(rings) if n else 0
+                offsets = np.linspace(0, int(ring_points) if r else 0, r + 1).astype(np.int64)
+                extra[a.name] = Polygons(np.zeros((int(offsets[-1]), 2), np.float32), offsets,
+                                         np.arange(r, dtype=np.int64) % max(n, 1))
+            elif a.per_image:
+                extra[a.name] = a.empty(meta)
+            else:
+                extra[a.name] = a.filled(n, meta)
+    targets = Targets(np.zeros((n, 4), np.float32), np.zeros(n, np.int64), np.zeros(n, bool), **extra)
+    sample = SimpleNamespace(
+        image=image, targets=targets, index=0, orig_hw=(img_size, img_size), letterbox=(1.0, 0.0, 0.0),
+        hsv_gains=np.zeros(3, np.float32) if float_images else None,
+    )
+    return collate_packed([sample] * int(batch_size), fields).nbytes(page)
 
 
 def collate_packed(samples: Sequence[Any], fields: Sequence[str | FieldSpec] = ()) -> PackedBatch:

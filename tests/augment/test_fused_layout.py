@@ -12,6 +12,14 @@ from lucidyolo.data.augment.pipeline import TrainAugment, strengths_for_variant
 from tests.augment.scenes import rect_source
 
 
+def test_a_sliver_that_snapping_empties_is_left_unwritten():
+    # the mapped image covers output px 5 ([3.1, 6.1] clipped at 5); snapping its start to source column 3
+    # moves the far edge to 5.75, so nothing is fully covered any more (this used to crash in interpolate)
+    out = np.full((16, 16, 3), 114, np.uint8)
+    rect, snapped = render_affine_snapped(out, np.full((8, 4, 3), 200, np.uint8), IsoAffine(0.75, 3.1, 0.0), clip=(5.0, 0.0, 16.0, 16.0))
+    assert rect[2] <= rect[0] and snapped.tx == pytest.approx(5 - 0.75 * 3) and (out == 114).all()
+
+
 @pytest.mark.parametrize("s", [0.43, 1.0, 1.37])
 def test_snapped_resample_is_pillows_filter_on_the_snapped_map(s):
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Real multi-process loading: seeds reproduce batches; workers and epochs get different streams."""
+"""Real multi-process loading: a batch is a function of (seed, epoch, position), whatever the worker count."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from lucidyolo.data.datasets import TrainDataset
 from lucidyolo.data.loader import build_train_loader
 from lucidyolo.tasks.registry import get_task
 from tests.augment.scenes import rect_source
+from tests.task_fields import fields_of
 
 
-def _epoch_batches(source, workers: int, epoch: int, seed: int = 3):
-    ds = TrainDataset(source, 64, "x", seed=seed, device_hsv=True)  # gains travel in the batch
-    loader = build_train_loader(ds, 2, get_task("seg").fields, num_workers=workers, seed=seed)
+def _epoch_batches(source, workers: int, epoch: int, seed: int = 3, variant: str = "x", task: str = "seg"):
+    ds = TrainDataset(source, 64, variant, seed=seed, device_hsv=variant == "x")  # gains travel in the batch
+    loader = build_train_loader(ds, 2, get_task(task).fields, num_workers=workers, seed=seed)
     loader.set_epoch(epoch)
     return list(loader)
 
@@ -26,30 +27,33 @@ def _same(a, b) -> bool:
     )
 
 
-def test_same_seed_and_worker_count_reproduce_every_batch(tmp_path):
+def test_a_batch_is_the_same_with_zero_one_or_two_workers(tmp_path):
     source = rect_source(tmp_path, "seg", n=8)
-    run1 = _epoch_batches(source, 2, epoch=0)
-    run2 = _epoch_batches(source, 2, epoch=0)
-    assert len(run1) == 4 and all(_same(a, b) for a, b in zip(run1, run2, strict=True))
+    zero = _epoch_batches(source, 0, epoch=1)
+    assert len(zero) == 4
+    for workers in (1, 2):
+        assert all(_same(a, b) for a, b in zip(zero, _epoch_batches(source, workers, epoch=1), strict=True))
 
 
-def test_workers_and_epochs_draw_different_augmentation_streams(tmp_path):
+def test_samples_and_epochs_draw_different_augmentation_streams(tmp_path):
     source = rect_source(tmp_path, "seg", n=8)
     e0 = _epoch_batches(source, 2, epoch=0)
     e1 = _epoch_batches(source, 2, epoch=1)
-    # batch 0 comes from worker 0, batch 1 from worker 1: their k-th draws must differ
-    assert not torch.equal(e0[0].hsv_gains, e0[1].hsv_gains)
-    assert not torch.equal(e0[2].hsv_gains, e0[3].hsv_gains)
     gains0 = torch.cat([b.hsv_gains for b in e0])
     assert torch.unique(gains0, dim=0).shape[0] == gains0.shape[0]  # no replayed draws at all
-    # a new epoch gives a new stream on every worker
+    # a new epoch gives every sample a new stream
     assert all(not torch.equal(a.hsv_gains, b.hsv_gains) for a, b in zip(e0, e1, strict=True))
     # the packed batch keeps its tensor count across real worker transport
     assert {b.num_tensors for b in e0 + e1} == {10}
 
 
-def test_zero_workers_replay_one_generator_in_index_order(tmp_path):
+def test_the_epoch_set_after_iter_decides_the_batches(tmp_path):
+    """Lightning calls ``iter()`` before ``set_epoch`` (at setup, and for a resumed run's first epoch)."""
     source = rect_source(tmp_path, "det", n=6)
-    a = _epoch_batches(source, 0, epoch=2)
-    b = _epoch_batches(source, 0, epoch=2)
-    assert all(_same(x, y) for x, y in zip(a, b, strict=True))
+    ds = TrainDataset(source, 64, "n", seed=3)
+    loader = build_train_loader(ds, 2, fields_of("det"), num_workers=1, seed=3)
+    it = iter(loader)
+    loader.sampler.set_epoch(2)
+    late = list(it)
+    assert all(_same(a, b) for a, b in zip(late, _epoch_batches(source, 1, epoch=2, variant="n", task="det"), strict=True))
+    assert not _same(late[0], _epoch_batches(source, 1, epoch=0, variant="n", task="det")[0])

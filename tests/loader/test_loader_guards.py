@@ -1,4 +1,4 @@
-"""Worker count under the /dev/shm budget, thread pinning, pin_memory, worker deaths."""
+"""Thread pinning, pin_memory, sharding, and worker deaths and exceptions becoming user errors."""
 
 from __future__ import annotations
 
@@ -13,58 +13,13 @@ from lucidyolo.data.loader import (
     EpochSampler,
     GuardedDataLoader,
     WorkerDiedError,
+    WorkerFailedError,
     build_train_loader,
-    resolve_num_workers,
-    resolve_val_num_workers,
+    collate_for_transport,
     worker_init_fn,
 )
-from lucidyolo.data.shm import batch_nbytes, shm_free_bytes
+from lucidyolo.data.shm import shm_free_bytes
 from lucidyolo.errors import UserError
-
-GB = 1 << 30
-
-
-def test_auto_workers_is_batch_or_cores_when_shm_is_plentiful():
-    assert resolve_num_workers(None, 16, 640, cores=8, free_shm=100 * GB, ranks=1) == 8
-    assert resolve_num_workers(None, 4, 640, cores=8, free_shm=100 * GB, ranks=1) == 4
-
-
-def test_auto_workers_fit_half_the_free_shm():
-    bb = batch_nbytes(64, 640)  # ~79 MB uint8
-    free = 2 * 3 * 2 * bb  # half of it holds 3 workers x prefetch 2
-    assert resolve_num_workers(None, 64, 640, prefetch_factor=2, cores=16, free_shm=free, ranks=1) == 3
-    # float32 transport (device HSV) costs 4x: the cap shrinks
-    assert resolve_num_workers(None, 64, 640, float_images=True, cores=16, free_shm=free, ranks=1) == 1
-    # a tiny /dev/shm still gets one worker; no /dev/shm means no cap
-    assert resolve_num_workers(None, 64, 640, cores=16, free_shm=64 << 20, ranks=1) == 1
-    assert resolve_num_workers(None, 64, 640, cores=16, free_shm=None, ranks=1) == 16
-
-
-def test_ranks_on_one_host_share_cores_and_shm(monkeypatch):
-    bb = batch_nbytes(64, 640)
-    free = 2 * 8 * 2 * bb  # room for 8 workers on one rank
-    assert resolve_num_workers(None, 64, 640, cores=16, free_shm=free, ranks=1) == 8
-    assert resolve_num_workers(None, 64, 640, cores=16, free_shm=free, ranks=4) == 2
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
-    assert resolve_num_workers(None, 64, 640, cores=16, free_shm=free) == 2
-
-
-def test_a_named_worker_count_is_honoured():
-    assert resolve_num_workers(12, 64, 640, cores=2, free_shm=1) == 12
-    assert resolve_num_workers(0, 64, 640) == 0
-    with pytest.raises(UserError):
-        resolve_num_workers(-1, 8, 640)
-
-
-def test_inherited_validation_workers_are_bounded_with_a_warning():
-    bb = batch_nbytes(32, 640)
-    free = 2 * 10 * 2 * bb  # budget: 10 workers x prefetch 2
-    train_pool = 8 * 2 * bb  # the training queue keeps 8 of them
-    with pytest.warns(UserWarning, match=r"Validation uses 2 loader workers instead of 8.*val_num_workers"):
-        assert resolve_val_num_workers(8, None, 32, 640, train_pool_bytes=train_pool, free_shm=free, ranks=1) == 2
-    assert resolve_val_num_workers(8, 6, 32, 640, train_pool_bytes=train_pool, free_shm=free, ranks=1) == 6
-    assert resolve_val_num_workers(2, None, 32, 640, free_shm=free, ranks=1) == 2
-    assert resolve_val_num_workers(0, None, 32, 640, free_shm=free, ranks=1) == 0
 
 
 def test_shm_probe_reads_this_host():
@@ -120,8 +75,101 @@ def test_epoch_sampler_shards_ranks_and_reshuffles_per_epoch():
     s0 = EpochSampler(10, seed=1, rank=0, world_size=3)
     s1 = EpochSampler(10, seed=1, rank=1, world_size=3)
     s2 = EpochSampler(10, seed=1, rank=2, world_size=3)
-    idx = [i for s in (s0, s1, s2) for _, i in s]
+    idx = [i for s in (s0, s1, s2) for _, _, i in s]
     assert len(idx) == 12 and set(idx) == set(range(10)) and len(s0) == 4
-    first = [i for _, i in s0]
+    # positions number the padded epoch order once across ranks: they seed each sample's augmentation
+    assert sorted(p for s in (s0, s1, s2) for _, p, _ in s) == list(range(12))
+    first = [i for _, _, i in s0]
     s0.set_epoch(1)
-    assert [e for e, _ in s0] == [1] * 4 and [i for _, i in s0] != first
+    assert [e for e, _, _ in s0] == [1] * 4 and [i for _, _, i in s0] != first
+
+
+class _RaisingDataset(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, item):
+        if item >= 2:
+            raise ValueError(f"corrupt label row in sample {item}")
+        return torch.zeros(2)
+
+
+def test_an_exception_in_a_worker_becomes_a_user_error_and_stops_the_workers():
+    loader = GuardedDataLoader(_RaisingDataset(), batch_size=2, num_workers=2, worker_init_fn=worker_init_fn)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(WorkerFailedError) as exc:
+        next(it)
+    err = exc.value
+    assert "ValueError: corrupt label row in sample 2" in err.what
+    assert "__getitem__" in err.why and "--data.num_workers 0" in err.fix and "--resume" in err.fix
+    assert all(not w.is_alive() for w in it._workers)
+
+
+class _Images(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, item):
+        return torch.full((3, 8, 8), item, dtype=torch.uint8)
+
+
+def _collate(samples):
+    return collate_for_transport([_Sample(s) for s in samples])
+
+
+class _Sample:
+    def __init__(self, image):
+        from lucidyolo.structures.targets import Targets
+
+        self.image, self.targets, self.index, self.orig_hw, self.letterbox, self.hsv_gains = (
+            image, Targets.empty(), 0, (8, 8), (1.0, 0.0, 0.0), None,
+        )
+
+
+def test_a_full_shm_in_a_worker_ends_the_epoch_at_once_and_its_segment_is_removed(monkeypatch):
+    """torch's allocation failure raised inside the worker's fetch, not lost in the queue's feeder thread.
+
+    The fault is injected where torch allocates a segment, exactly as torch fails (message, and the
+    ``/dev/shm/torch_<pid>_*`` file its error path leaves). Without the in-fetch allocation the batch
+    would be dropped and the loader would wait for it until the 20 s timeout below.
+    """
+    import time
+    from pathlib import Path
+
+    real = torch.UntypedStorage._share_fd_cpu_
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm on this host")
+
+    def full(self, *args, **kwargs):
+        if torch.utils.data.get_worker_info() is None:
+            return real(self, *args, **kwargs)
+        name = f"torch_{os.getpid()}_4242_0"
+        (shm / name).touch()
+        raise RuntimeError(f"unable to allocate shared memory(shm) for file </{name}>: No space left on device (28)")
+
+    monkeypatch.setattr(torch.UntypedStorage, "_share_fd_cpu_", full)
+    loader = GuardedDataLoader(_Images(), batch_size=2, num_workers=1, worker_init_fn=worker_init_fn,
+                               collate_fn=_collate, timeout=20)
+    it = iter(loader)
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError) as exc:
+        next(it)
+    assert time.monotonic() - start < 10
+    err = exc.value
+    assert "could not allocate shared memory" in err.what and "No space left on device" in err.what
+    assert "/dev/shm" in err.why and "--shm-size" in err.fix and "--data.num_workers 0" in err.fix
+    pid = it._workers[0].pid
+    assert not list(shm.glob(f"torch_{pid}_*"))  # the worker's leftover segment is gone
+
+
+def test_outside_the_loader_only_torchs_worker_messages_count():
+    from lucidyolo.data.loader import worker_error
+
+    oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB. Error code 12 (Cannot allocate memory)")
+    assert worker_error(oom, in_loader=False) is None  # a training step out of RAM is not a /dev/shm problem
+    assert isinstance(worker_error(oom), WorkerDiedError)  # ... but out of the loader itself it is
+    died = worker_error(RuntimeError("DataLoader worker (pid(s) 4242) exited unexpectedly"), in_loader=False)
+    assert isinstance(died, WorkerDiedError) and "4242" in died.what
+    assert worker_error(ValueError("bad value"), in_loader=False) is None

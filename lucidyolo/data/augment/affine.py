@@ -158,6 +158,8 @@ def render_affine_snapped(
     eps = 1e-6
     x1 = min(x1, math.floor(snapped.tx + s * w + eps))
     y1 = min(y1, math.floor(snapped.ty + s * h + eps))
+    if x1 <= x0 or y1 <= y0:  # ... even empty it (a one-pixel sliver at the far edge): nothing to resample
+        return (x0, y0, x0, y0), snapped
     # crop end: last sample centre plus the filter support (max(1, 1/s) source px) and one px slack
     support = max(1.0, 1.0 / s) + 1.0
     ex = min(w, math.ceil(cx + (x1 - x0) / s + support))
