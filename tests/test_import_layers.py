@@ -163,3 +163,14 @@ def test_graph_sees_function_local_relative_and_package_imports(tmp_path):
     assert cycle is not None and set(cycle) == {"pkg.a", "pkg.sub", "pkg.sub.c"}
     (pkg / "sub" / "c.py").write_text("def f():\n    from . import b\n")
     assert find_cycle(import_graph(pkg)) is None
+
+
+def test_the_engine_never_imports_the_cli():
+    """The engine returns results and only the CLI prints: no module under engine/ reaches lucidyolo.cli."""
+    offenders = []
+    for path in sorted((PACKAGE_DIR / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("lucidyolo.cli")]
+    assert not offenders, offenders

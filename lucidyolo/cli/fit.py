@@ -68,6 +68,7 @@ def fit(
                  "not its training hooks yet; `lucid plugins` shows which distribution provides it."),
             fix="Nothing was run. Use `--print-config` to validate a config meanwhile.",
         )
+    from lucidyolo.cli.console import info, verbosity
     from lucidyolo.engine.fit import run_fit
 
-    run_fit(spec, cfg, resume=resume)
+    run_fit(spec, cfg, resume=resume, log=info, progress_bar=console.is_terminal, verbose=verbosity() >= 2)

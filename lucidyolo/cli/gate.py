@@ -23,10 +23,13 @@ def overfit(
 
     Exits 0 at or above the floor, 1 below it.
     """
-    from lucidyolo.cli.console import console
+    from lucidyolo.cli.console import console, info
     from lucidyolo.engine.gate import run_overfit_gate
 
-    result = run_overfit_gate(task, epochs=epochs, images=images, img_size=img_size, workdir=workdir)
+    result = run_overfit_gate(
+        task, epochs=epochs, images=images, img_size=img_size, workdir=workdir,
+        log=None if as_json else info, progress_bar=console.is_terminal and not as_json,
+    )
     if as_json:
         typer.echo(json.dumps(result))
     else:

@@ -11,7 +11,7 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
-from lucidyolo.engine.checkpoint import atomic_save
+from lucidyolo.engine.checkpoint import atomic_save, load_checkpoint
 from lucidyolo.engine.ema import ModelEMA
 from lucidyolo.engine.results_csv import results_columns, write_results_row
 
@@ -19,10 +19,20 @@ EMA_KEY = "lucid_ema"
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Checkpoints are written to a temporary file and renamed: a crash never truncates ``last.ckpt``."""
+    """Checkpoint IO of every run.
+
+    Saving writes a temporary file and renames it: a crash never truncates
+    ``last.ckpt``. Loading (``--resume``) goes through
+    :func:`lucidyolo.engine.checkpoint.load_checkpoint` (``weights_only``, an
+    allowlist of plain types) instead of Lightning's default loader: a crafted
+    checkpoint is refused before anything in it runs, whichever path reads it.
+    """
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
         atomic_save(checkpoint, Path(path))
+
+    def load_checkpoint(self, path: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return load_checkpoint(path)
 
 
 class EMACallback(Callback):

@@ -1,21 +1,25 @@
-"""``lucid fit``: run directory, loggers, callbacks and the Lightning Trainer."""
+"""``lucid fit``: the run, from resolved config to a trained system.
+
+The pieces live beside it: :mod:`lucidyolo.engine.run_dir` (where the run
+lives), :mod:`lucidyolo.engine.build` (config -> splits, system, datamodule),
+:mod:`lucidyolo.engine.trainer_factory` (the Lightning ``Trainer``).
+"""
 
 from __future__ import annotations
 
 import math
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.cli.console import console, info
 from lucidyolo.config.resolve import config_to_yaml, run_config_class
 from lucidyolo.config.schema import RunConfig
 from lucidyolo.errors import ConfigError, RunInterrupted, UserError
 from lucidyolo.tasks.api import TaskSpec
 
 _LEAF_SPEC = r".*LeafSpec.*"
-RUN_DIR_ENV = "LUCIDYOLO_RUN_DIR"
 
 
 def quiet_known_warnings() -> None:
@@ -31,22 +35,13 @@ def quiet_known_warnings() -> None:
     warnings.filterwarnings("ignore", message=r"The image decoding and encoding capabilities of TorchVision.*")
 
 
-def quiet_lightning_logs() -> None:
-    """Lightning's info lines (GPU available, tips) only with ``--verbose``."""
+def quiet_lightning_logs(verbose: bool = False) -> None:
+    """Lightning's info lines (GPU available, tips) only when ``verbose``."""
     import logging
 
-    from lucidyolo.cli.console import verbosity
-
-    level = logging.INFO if verbosity() >= 2 else logging.WARNING
+    level = logging.INFO if verbose else logging.WARNING
     for name in ("pytorch_lightning", "lightning", "lightning_fabric", "lightning.pytorch"):
         logging.getLogger(name).setLevel(level)
-
-
-def uses_cuda(cfg: RunConfig) -> bool:
-    import torch
-
-    acc = cfg.trainer.accelerator.lower()
-    return acc in ("gpu", "cuda") or (acc == "auto" and torch.cuda.is_available())
 
 
 _warned_compile = False
@@ -67,23 +62,6 @@ def should_compile(requested: bool, spec: TaskSpec, cuda: bool) -> bool:
     return False
 
 
-def resolve_resume(resume: Path) -> tuple[Path, Path]:
-    """``--resume`` given a run directory or a checkpoint -> (checkpoint, run directory)."""
-    path = Path(resume)
-    if path.is_dir():
-        ckpt = path / "checkpoints" / "last.ckpt"
-        if not ckpt.is_file():
-            raise UserError(
-                f"Run directory {path} has no checkpoints/last.ckpt to resume from.",
-                fix="Pass the run's version folder (runs/<task>/version_N) or a .ckpt file.",
-            )
-        return ckpt, path
-    if path.is_file():
-        run_dir = path.parent.parent if path.parent.name == "checkpoints" else path.parent
-        return path, run_dir
-    raise UserError(f"--resume {path}: no such file or directory.", fix="Pass a run directory or a .ckpt file.")
-
-
 def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any]) -> RunConfig:
     raw = dict(ckpt.get("lucid", {}).get("config") or {})
     raw.pop("num_classes_resolved", None)
@@ -97,13 +75,15 @@ def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any]) -> RunConfig:
     return run_config_class(spec).model_validate(raw)
 
 
-def _next_version(root: Path) -> int:
-    versions = [int(p.name.split("_", 1)[1]) for p in root.glob("version_*") if p.name.split("_", 1)[1].isdigit()]
-    return max(versions, default=-1) + 1
+def run_fit(
+    spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_callbacks: list[Any] | None = None, *,
+    log: Callable[[str], None] | None = None, progress_bar: bool = False, verbose: bool = False,
+) -> dict[str, Any]:
+    """Train; returns a summary (run directory, best checkpoint, final metrics, the trainer and the system).
 
-
-def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Train; returns a summary (run directory, best checkpoint, final metrics).
+    The engine prints nothing itself: ``log`` receives the run's few status lines
+    (what is trained on what, the worker plan, the final metrics), ``progress_bar``
+    shows Lightning's bar and ``verbose`` lets Lightning's own info lines through.
 
     SIGINT/SIGTERM stop the run at once with :class:`~lucidyolo.errors.RunInterrupted`;
     a loader worker's death or exception ends it with a :class:`~lucidyolo.errors.UserError`;
@@ -114,22 +94,23 @@ def run_fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_ca
 
     with stop_on_signals():
         try:
-            return _fit(spec, cfg, resume, extra_callbacks)
+            return _fit(spec, cfg, resume, extra_callbacks, log or _silent, progress_bar, verbose)
         finally:
             shm_segments.remove_leftovers()
 
 
-def _resume_command(spec: TaskSpec, run_dir: Path) -> str | None:
-    return f"lucid fit {spec.name} --resume {run_dir}" if (run_dir / "checkpoints" / "last.ckpt").is_file() else None
+def _silent(message: str) -> None:
+    """The default ``log``: the Python API prints nothing unless asked."""
 
 
-def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: list[Any] | None) -> dict[str, Any]:
+def _fit(
+    spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: list[Any] | None,
+    log: Callable[[str], None], progress_bar: bool, verbose: bool,
+) -> dict[str, Any]:
     quiet_known_warnings()
-    quiet_lightning_logs()
+    quiet_lightning_logs(verbose)
     import pytorch_lightning as pl
     import torch
-    from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
-    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.build import (
@@ -140,30 +121,13 @@ def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: l
         open_split,
         resolve_num_classes,
     )
-    from lucidyolo.engine.callbacks import (
-        AtomicCheckpointIO,
-        EMACallback,
-        ResultsCallback,
-    )
     from lucidyolo.engine.checkpoint import load_checkpoint
-    from lucidyolo.engine.interrupt import StopLoadersOnException
-    from lucidyolo.engine.rng_state import RNGStateCallback
+    from lucidyolo.engine.run_dir import run_dir_for
+    from lucidyolo.engine.trainer_factory import make_trainer, uses_cuda
 
-    ckpt_path: Path | None = None
-    if resume is not None:
-        ckpt_path, run_dir = resolve_resume(resume)
-        cfg = config_from_checkpoint(spec, load_checkpoint(ckpt_path))  # refuses unsafe files first
-        root, version = run_dir.parent, run_dir.name
-    elif os.environ.get(RUN_DIR_ENV) and os.environ.get("LOCAL_RANK", "0") != "0":
-        # a DDP child re-running the command line: join the run directory rank 0 created
-        run_dir = Path(os.environ[RUN_DIR_ENV])
-        root, version = run_dir.parent, run_dir.name
-    else:
-        root = Path(cfg.trainer.default_root_dir or Path("runs") / spec.name)
-        root.mkdir(parents=True, exist_ok=True)
-        version = f"version_{_next_version(root)}"
-        run_dir = root / version
-        os.environ[RUN_DIR_ENV] = str(run_dir.resolve())  # inherited by DDP children
+    run = run_dir_for(spec.name, cfg, resume)
+    if run.checkpoint is not None:
+        cfg = config_from_checkpoint(spec, load_checkpoint(run.checkpoint))  # refuses unsafe files first
 
     data_root = data_root_of(spec, cfg)
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
@@ -188,55 +152,22 @@ def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: l
     datamodule = build_datamodule(spec, cfg, train_src, val_src, cuda=cuda)
     plan = datamodule.worker_plan()  # refuses a named worker count that cannot fit /dev/shm, before training
 
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run.path.mkdir(parents=True, exist_ok=True)
     if os.environ.get("LOCAL_RANK", "0") == "0":
-        (run_dir / "config.yaml").write_text(config_to_yaml(cfg))
-    tb = TensorBoardLogger(save_dir=str(root), name="", version=version, default_hp_metric=False)
-    csv = CSVLogger(save_dir=str(root), name="", version=version)
-    checkpoint_cb = ModelCheckpoint(
-        dirpath=run_dir / "checkpoints", filename="best", monitor=spec.metrics.monitor, mode="max",
-        save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
+        (run.path / "config.yaml").write_text(config_to_yaml(cfg))
+    trainer, checkpoint_cb = make_trainer(
+        spec, cfg, run, cuda=cuda, progress_bar=progress_bar, extra_callbacks=extra_callbacks
     )
-    # A separate unmonitored callback writes last.ckpt every epoch: Lightning's save_last only
-    # writes when the monitored checkpoint was written in the same step.
-    last_cb = ModelCheckpoint(
-        dirpath=run_dir / "checkpoints", filename="last", monitor=None, save_top_k=1,
-        enable_version_counter=False, auto_insert_metric_name=False,
-    )
-    # No epoch callback: Lightning's fit loop calls EpochSampler.set_epoch, and the sampler hands
-    # the epoch to the dataset with every index.
-    callbacks: list[Any] = [
-        checkpoint_cb, last_cb,
-        ResultsCallback(run_dir, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}),
-        RNGStateCallback(), StopLoadersOnException(),
-    ]
-    if cfg.model.ema:
-        callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
-    if console.is_terminal:
-        callbacks.append(RichProgressBar())
-    callbacks += extra_callbacks or []
-    t = cfg.trainer
-    trainer = pl.Trainer(
-        accelerator=t.accelerator, devices=t.devices, strategy=t.strategy, num_nodes=t.num_nodes,
-        precision=t.precision,  # type: ignore[arg-type]
-        max_epochs=t.max_epochs, gradient_clip_val=t.gradient_clip_val or None,
-        deterministic=(True if t.deterministic and not cuda else ("warn" if t.deterministic else False)),
-        accumulate_grad_batches=t.accumulate_grad_batches, limit_train_batches=t.limit_train_batches,
-        limit_val_batches=t.limit_val_batches, check_val_every_n_epoch=t.check_val_every_n_epoch,
-        log_every_n_steps=t.log_every_n_steps, default_root_dir=str(root), logger=[tb, csv],
-        callbacks=callbacks, plugins=[AtomicCheckpointIO()], use_distributed_sampler=False,
-        enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=console.is_terminal,
-    )
-    info(
+    log(
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "
-        f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, run dir {run_dir}"
+        f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, run dir {run.path}"
     )
     if os.environ.get("LOCAL_RANK", "0") == "0":
-        info(plan.describe())
+        log(plan.describe())
     try:
-        trainer.fit(system, datamodule=datamodule, ckpt_path=str(ckpt_path) if ckpt_path else None)
+        trainer.fit(system, datamodule=datamodule, ckpt_path=str(run.checkpoint) if run.checkpoint else None)
     except RunInterrupted as stop:
-        stop.resume = _resume_command(spec, run_dir)
+        stop.resume = run.resume_command(spec.name)
         raise
     except Exception as exc:
         # torch reports a dead worker from its SIGCHLD handler, wherever the main thread is (not only
@@ -244,15 +175,15 @@ def _fit(spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: l
         err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc, in_loader=False)
         if err is None:
             raise
-        command = _resume_command(spec, run_dir)
+        command = run.resume_command(spec.name)
         fix = (err.fix or "").replace(
             RESUME_HINT,
             f"The last finished epoch is saved: continue with `{command}`." if command else "No epoch had finished yet.",
         )
         raise type(err)(err.what, why=err.why, fix=fix) from (exc if err is not exc else exc.__cause__)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
-    best = checkpoint_cb.best_model_path or str(run_dir / "checkpoints" / "last.ckpt")
+    best = checkpoint_cb.best_model_path or str(run.path / "checkpoints" / "last.ckpt")
     if trainer.is_global_zero:
         shown = ", ".join(f"{k} {metrics.get(k, math.nan):.4f}" for k in spec.metrics.summary or spec.metrics.keys)
-        info(f"done: {shown}; best checkpoint {best}")
-    return {"run_dir": run_dir, "best": best, "metrics": metrics, "trainer": trainer, "system": system}
+        log(f"done: {shown}; best checkpoint {best}")
+    return {"run_dir": run.path, "best": best, "metrics": metrics, "trainer": trainer, "system": system}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from lucidyolo.errors import NotAvailableError
 
 def run_overfit_gate(
     task: str, epochs: int | None = None, images: int | None = None, img_size: int | None = None,
-    workdir: Path | None = None,
+    workdir: Path | None = None, log: Callable[[str], None] | None = None, progress_bar: bool = False,
 ) -> dict[str, Any]:
     """Train on the slice and score it; returns metric, floor, passed, wall time."""
     from lucidyolo.config.resolve import resolve_config
@@ -44,7 +45,7 @@ def run_overfit_gate(
          "trainer": {"max_epochs": e, "default_root_dir": str(work / "runs"), "check_val_every_n_epoch": e}},
         data_root=root,
     )
-    result = run_fit(spec, cfg)
+    result = run_fit(spec, cfg, log=log, progress_bar=progress_bar)
     source = open_split(spec, cfg, root, "train", "train")
     value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf))
     wall = time.perf_counter() - t0

@@ -1,0 +1,85 @@
+"""The Lightning ``Trainer`` of a run: loggers, checkpoint callbacks, the engine's callbacks, determinism."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lucidyolo.config.schema import RunConfig
+from lucidyolo.engine.run_dir import RunDir
+from lucidyolo.tasks.api import TaskSpec
+
+
+def uses_cuda(cfg: RunConfig) -> bool:
+    import torch
+
+    acc = cfg.trainer.accelerator.lower()
+    return acc in ("gpu", "cuda") or (acc == "auto" and torch.cuda.is_available())
+
+
+def uses_mps(cfg: RunConfig) -> bool:
+    import torch
+
+    acc = cfg.trainer.accelerator.lower()
+    mps = getattr(torch.backends, "mps", None)
+    available = bool(mps is not None and mps.is_available())
+    return acc == "mps" or (acc == "auto" and not torch.cuda.is_available() and available)
+
+
+def determinism(requested: bool, cuda: bool, mps: bool) -> bool | str:
+    """Lightning's ``deterministic``: strict on the CPU; ``"warn"`` on CUDA and MPS, where some kernels have
+    no deterministic version and strict mode would stop the run instead of warning."""
+    if not requested:
+        return False
+    return "warn" if cuda or mps else True
+
+
+def make_trainer(
+    spec: TaskSpec, cfg: RunConfig, run: RunDir, *, cuda: bool, progress_bar: bool = False,
+    extra_callbacks: list[Any] | None = None,
+) -> tuple[Any, Any]:
+    """The trainer and its ``best.ckpt`` callback (monitoring the task's primary metric)."""
+    import pytorch_lightning as pl
+    from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+    from lucidyolo.engine.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
+    from lucidyolo.engine.interrupt import StopLoadersOnException
+    from lucidyolo.engine.rng_state import RNGStateCallback
+
+    tb = TensorBoardLogger(save_dir=str(run.root), name="", version=run.version, default_hp_metric=False)
+    csv = CSVLogger(save_dir=str(run.root), name="", version=run.version)
+    checkpoint_cb = ModelCheckpoint(
+        dirpath=run.path / "checkpoints", filename="best", monitor=spec.metrics.monitor, mode="max",
+        save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
+    )
+    # A separate unmonitored callback writes last.ckpt every epoch: Lightning's save_last only
+    # writes when the monitored checkpoint was written in the same step.
+    last_cb = ModelCheckpoint(
+        dirpath=run.path / "checkpoints", filename="last", monitor=None, save_top_k=1,
+        enable_version_counter=False, auto_insert_metric_name=False,
+    )
+    # No epoch callback: Lightning's fit loop calls EpochSampler.set_epoch, and the sampler hands
+    # the epoch to the dataset with every index.
+    callbacks: list[Any] = [
+        checkpoint_cb, last_cb,
+        ResultsCallback(run.path, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}),
+        RNGStateCallback(), StopLoadersOnException(),
+    ]
+    if cfg.model.ema:
+        callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
+    if progress_bar:
+        callbacks.append(RichProgressBar())
+    callbacks += extra_callbacks or []
+    t = cfg.trainer
+    trainer = pl.Trainer(
+        accelerator=t.accelerator, devices=t.devices, strategy=t.strategy, num_nodes=t.num_nodes,
+        precision=t.precision,  # type: ignore[arg-type]
+        max_epochs=t.max_epochs, gradient_clip_val=t.gradient_clip_val or None,
+        deterministic=determinism(t.deterministic, cuda, uses_mps(cfg)),  # type: ignore[arg-type]
+        accumulate_grad_batches=t.accumulate_grad_batches, limit_train_batches=t.limit_train_batches,
+        limit_val_batches=t.limit_val_batches, check_val_every_n_epoch=t.check_val_every_n_epoch,
+        log_every_n_steps=t.log_every_n_steps, default_root_dir=str(run.root), logger=[tb, csv],
+        callbacks=callbacks, plugins=[AtomicCheckpointIO()], use_distributed_sampler=False,
+        enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=progress_bar,
+    )
+    return trainer, checkpoint_cb
