@@ -181,6 +181,17 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             drawn = spec.draw(image=canvas, predictions=rows, class_names=source.class_names)
             assert hasattr(drawn, "save") and drawn.size == (hw[1], hw[0]), "draw must return a PIL image of the input size"
             done["draw"] = drawn.size
+    if spec.evaluate is not None and spec.decode is not None:
+        outcome = spec.evaluate(model=model, decode=spec.decode, source=source, img_size=img_size, batch_size=2,
+                                device=torch.device("cpu"), limit=2, options={"masks": True})
+        assert isinstance(outcome, dict) and isinstance(outcome.get("paths"), dict) and outcome["paths"], \
+            "evaluate must return {'paths': {path: {kind: {'stats': {...}}}}, ...}"
+        for path, kinds in outcome["paths"].items():
+            assert all(isinstance(k.get("stats"), dict) for k in kinds.values()), f"evaluate path {path}: stats dicts"
+        done["evaluate"] = sorted(outcome["paths"])
+    if spec.gate is not None:
+        value = float(spec.gate.score(model=model, source=source, img_size=img_size, conf=spec.gate.conf))
+        done["gate.score"] = value  # NaN is a legal answer (no ground truth); a wrong type raises here
     if spec.export is not None:
         deployed = spec.export.deploy(model=model).eval()
         with torch.no_grad():
@@ -188,4 +199,17 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         got = 1 if isinstance(out, torch.Tensor) else len(out)
         assert got == len(spec.export.outputs), f"deployed graph returns {got} outputs, export names {spec.export.outputs}"
         done["export.deploy"] = spec.export.outputs
+        if spec.export.check is not None and _has("onnxruntime") and _has("onnx"):
+            from lucidyolo.export.onnx import export_onnx
+
+            path = export_onnx(deployed, work / f"{spec.name}.onnx", img_size=img_size, output_names=spec.export.outputs)
+            result = spec.export.check(deployed=deployed, onnx_path=path, images=images[:1])
+            assert isinstance(result.get("passed"), bool), "export.check must return a dict with a bool 'passed'"
+            done["export.check"] = result["passed"]
     return done
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None

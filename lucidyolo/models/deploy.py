@@ -16,7 +16,10 @@ class DeployModel(nn.Module):
     """Inference-only YOLO26: no o2m branch, no training-only extras, BN folded.
 
     ``forward(images (B, 3, H, W))`` returns ``(B, k, 6)`` rows
-    ``[x1, y1, x2, y2, score, class]`` in input pixels (zero rows as padding).
+    ``[x1, y1, x2, y2, score, class]`` in input pixels (zero rows as padding);
+    a model with task stems returns ``(detections, *stems)`` instead, each
+    stem's o2o output gathered by the kept anchor index to ``(B, k, *shape)``
+    (zeros on padding rows), in :attr:`output_names` order.
 
     Args:
         backbone: the trunk's backbone (already a copy, BN folded).
@@ -55,12 +58,32 @@ class DeployModel(nn.Module):
             out["anchors"], out["strides"] = self.anchor_cache(feats)
         return out
 
-    def forward(self, images: Tensor) -> Tensor:
-        """Images ``(B, 3, H, W)`` in ``[0, 1]`` to detections ``(B, k, 6)``."""
+    @property
+    def stem_names(self) -> tuple[str, ...]:
+        """The o2o outputs beyond boxes and logits (task stems), in head order."""
+        return tuple(n for n in self.branch.stems if n not in ("boxes", "logits"))
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """Names of :meth:`forward`'s outputs (the ONNX output names)."""
+        return ("detections", *self.stem_names)
+
+    def forward(self, images: Tensor) -> Tensor | tuple[Tensor, ...]:
+        """Images ``(B, 3, H, W)`` in ``[0, 1]`` to detections ``(B, k, 6)`` (plus gathered task stems)."""
         raw = self.forward_raw(images)
         boxes = ltrb_to_xyxy(raw["boxes"], raw["anchors"], raw["strides"])  # (B, A, 4) px
-        dets, _ = e2e_topk(boxes, raw["logits"], self.k)
-        return dets
+        dets, index = e2e_topk(boxes, raw["logits"], self.k)
+        if not self.stem_names:
+            return dets
+        valid = (index >= 0).unsqueeze(-1)  # (B, k, 1)
+        safe = index.clamp(min=0)
+        stems = []
+        for name in self.stem_names:
+            value = raw[name]  # (B, A, *shape)
+            flat = value.flatten(2)
+            picked = flat.gather(1, safe.unsqueeze(-1).expand(-1, -1, flat.shape[-1])) * valid
+            stems.append(picked.reshape(*index.shape, *value.shape[2:]))
+        return (dets, *stems)
 
 
 def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:

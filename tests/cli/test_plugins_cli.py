@@ -121,8 +121,10 @@ def test_contract_check_runs_every_detection_hook_on_tiny_inputs(tmp_path):
 
     done = exercise_hooks(get_task("det"), workdir=tmp_path)
     assert set(done) == {
-        "make_synthetic", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw", "export.deploy"
+        "make_synthetic", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw",
+        "evaluate", "gate.score", "export.deploy", "export.check",
     }
+    assert done["evaluate"] == ["e2e", "nms"] and done["export.check"] is True
     assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "l1"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from torch import nn
 
@@ -91,3 +92,31 @@ def test_baked_anchors_match_dynamic_anchors(calibrated_nano) -> None:
         deployed.bake_anchors(96, 64)
         baked = deployed(images)
     torch.testing.assert_close(baked, dynamic)
+
+
+def test_deploy_view_carries_every_task_stem_gathered_by_the_kept_index(tmp_path):
+    """A task stem reaches the deployed graph and the ONNX file by name, without editing the head or deploy."""
+    pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    import onnx
+
+    from lucidyolo.decode.e2e import e2e_topk
+    from lucidyolo.export.onnx import export_onnx
+    from lucidyolo.models import create_model
+    from lucidyolo.models.deploy import make_deploy_model
+    from lucidyolo.models.head import StemSpec
+    from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+    torch.manual_seed(0)
+    model = create_model("n", num_classes=3, extra_stems=[StemSpec("angle", (1,)), StemSpec("kpts", (2, 2))]).eval()
+    deployed = make_deploy_model(model, k=20)
+    assert deployed.output_names == ("detections", "angle", "kpts")
+    images = torch.rand(2, 3, 64, 64)
+    with torch.no_grad():
+        dets, angle, kpts = deployed(images)
+        raw = deployed.forward_raw(images)
+        _, index = e2e_topk(ltrb_to_xyxy(raw["boxes"], raw["anchors"], raw["strides"]), raw["logits"], 20)
+    assert dets.shape == (2, 20, 6) and angle.shape == (2, 20, 1) and kpts.shape == (2, 20, 2, 2)
+    torch.testing.assert_close(angle, raw["angle"].gather(1, index[..., None]))
+    torch.testing.assert_close(kpts, raw["kpts"].gather(1, index[..., None, None].expand(-1, -1, 2, 2)))
+    path = export_onnx(deployed, tmp_path / "m.onnx", img_size=64, output_names=deployed.output_names)
+    assert [o.name for o in onnx.load(str(path)).graph.output] == ["detections", "angle", "kpts"]

@@ -17,7 +17,8 @@ from lucidyolo_cls.task import SPEC
 def test_spec_passes_the_contract_check_and_every_hook_runs(tmp_path):
     done = check_task_spec(SPEC)  # calls every hook on a tiny synthetic set
     assert {"read_split", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw",
-            "export.deploy"} <= set(done)
+            "evaluate", "export.deploy", "export.check"} <= set(done)
+    assert done["export.check"] is True
     assert done["build_criterion"] == ["ce"]
 
 
