@@ -81,7 +81,12 @@ def _print_report(report) -> None:
             # Below the table, not in it: the words and full paths would wrap a narrow terminal's table.
             what = f"{escape(s.layout_description)}, reading " if s.layout_description else "reading "
             out.print(f"[bold]{s.split}[/bold]: {what}{escape(', '.join(s.paths))}", highlight=False, soft_wrap=True)
-        if s.found and s.instances_per_class and s.error is None:
+        if s.found and s.images_per_class and s.error is None:
+            top = sorted(((n, c) for n, c in s.images_per_class.items() if c), key=lambda kv: -kv[1])
+            shown = ", ".join(f"{escape(n)} {c}" for n, c in top[:10])
+            more = f" (+{len(top) - 10} more)" if len(top) > 10 else ""
+            out.print(f"[bold]{s.split}[/bold] images per class: {shown}{more}", highlight=False)
+        elif s.found and s.instances_per_class and s.error is None:
             top = sorted(((n, c) for n, c in s.instances_per_class.items() if c), key=lambda kv: -kv[1])
             shown = ", ".join(f"{escape(n)} {c}" for n, c in top[:10])
             more = f" (+{len(top) - 10} more)" if len(top) > 10 else ""
@@ -111,6 +116,14 @@ def synth(
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task(task)
+    if spec.read_split is not None:  # a layout of the task's own: its generator writes it
+        if spec.make_synthetic is None:
+            from lucidyolo.errors import NotAvailableError
+
+            raise NotAvailableError(f"Task {spec.name!r} has no synthetic set.", fix="Nothing was written.")
+        root = spec.make_synthetic(out_dir=out, num_images=images, img_size=img_size, seed=seed)
+        typer.echo(f"Wrote {images} synthetic {spec.name} images to {root} (the task's own layout). Use --data-root {root}")
+        return
     root = write_synthetic(out, spec.fields, images, img_size, seed, fmt, val_fraction=val_fraction)
     typer.echo(f"Wrote {images} synthetic {spec.name} images to {root} ({fmt}). Use --data-root {root}")
 

@@ -36,6 +36,8 @@ class SplitReport:
     classes: int = 0
     class_names: list[str] = field(default_factory=list)
     instances_per_class: dict[str, int] = field(default_factory=dict)
+    images_per_class: dict[str, int] = field(default_factory=dict)
+    """For per-image class targets (classification): images of each class."""
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -205,7 +207,11 @@ def check_dataset(
         rep.class_names = list(src.class_names)
         counts = src.instance_counts()
         rep.instances_per_class = {n: int(c) for n, c in zip(src.class_names, counts, strict=True)}
-        if src.num_instances == 0:
+        image_classes = src.image_class_counts()
+        if image_classes is not None:
+            rep.images_per_class = {n: int(c) for n, c in zip(src.class_names, image_classes, strict=True)}
+            rep.background_images = 0  # every image carries its own target
+        elif src.num_instances == 0:
             rep.warnings.append("the split has no instances at all (every image is background).")
         if src.layout == "yolo" and root is not None:
             from lucidyolo.data.layouts import resolve

@@ -146,6 +146,18 @@ class ImageSource:
             setattr(t, name, rows[i].copy())
         return t
 
+    def image_class_counts(self) -> np.ndarray | None:
+        """``(C,)`` images per class when the split carries a per-image class target, else ``None``.
+
+        A per-image integer target whose values all index the class list is the
+        image's class (classification); unknown values (< 0) are not counted.
+        """
+        for values in self._image_extra.values():
+            if values.ndim == 1 and np.issubdtype(values.dtype, np.integer) and (values < self.num_classes).all():
+                known = values[values >= 0]
+                return np.bincount(known, minlength=self.num_classes).astype(np.int64)
+        return None
+
     def image_values(self, name: str) -> np.ndarray:
         """``(N_images, ...)`` a per-image target of every image (read-only view)."""
         v = self._image_extra[name].view()

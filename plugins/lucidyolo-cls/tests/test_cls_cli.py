@@ -73,3 +73,17 @@ def test_a_folder_that_is_not_a_class_set_is_a_clear_error(tmp_path):
     (tmp_path / "data").mkdir()
     r = lucid("fit", "cls", "--data-root", str(tmp_path / "data"), "--trainer.max_epochs", "1", cwd=tmp_path)
     assert r.returncode == 2 and "train/" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_data_synth_and_check_use_the_tasks_own_layout(tmp_path):
+    out = tmp_path / "set"
+    r = lucid("data", "synth", "--task", "cls", "--out", str(out), "--images", "16", "--img-size", "64", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (out / "train").iterdir()) == ["circle", "cross", "square", "triangle"]
+    r = lucid("data", "check", "--task", "cls", "--data-root", str(out), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    train = report["splits"][0]
+    assert report["ok"] and train["layout"] == "class-folders" and train["background_images"] == 0
+    assert sum(train["images_per_class"].values()) == train["images"] == 12
+    assert not train["warnings"]  # no "every image is background" for a classification set
