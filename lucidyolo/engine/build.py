@@ -95,10 +95,10 @@ def build_system(
     """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
     from lucidyolo.engine.system import TrainingSystem
 
-    missing = spec.missing_hooks(*spec.FIT_HOOKS)
-    if missing or spec.metrics.monitor is None:
+    if not spec.trainable:
         from lucidyolo.errors import NotAvailableError
 
+        missing = spec.missing_hooks(*spec.FIT_HOOKS)
         what = ", ".join(missing) if missing else "a primary epoch metric (metrics.primary)"
         raise NotAvailableError(
             f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {what}.",

@@ -80,20 +80,21 @@ class AttrSpec:
             return arr if arr.ndim == 1 + len(self.shape) else arr.reshape(arr.shape[0], *(-1 if d is None else d for d in self.shape))
         return arr.reshape(-1, *self.shape)
 
+    def trailing(self, meta: Mapping[str, Any]) -> tuple[int, ...]:
+        """The trailing shape with each free size read from the dataset meta (``num_keypoints``)."""
+        dims = iter(self.meta_dims)
+        return tuple(int(meta[next(dims)]) if d is None else d for d in self.shape)
+
     def empty(self, meta: Mapping[str, Any]) -> Any:
         if self.ragged:
             return Polygons.empty()
         if self.per_image:
             return np.full(self.shape, self.fill, self.dtype)
-        dims = iter(self.meta_dims)
-        shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
-        return np.zeros((0, *shape), self.dtype)
+        return np.zeros((0, *self.trailing(meta)), self.dtype)
 
     def filled(self, n: int, meta: Mapping[str, Any]) -> Any:
         """``n`` rows of ``fill`` (an attribute the reader did not provide)."""
-        dims = iter(self.meta_dims)
-        shape = [int(meta[next(dims)]) if d is None else d for d in self.shape]
-        return np.full((n, *shape), self.fill, self.dtype)
+        return np.full((n, *self.trailing(meta)), self.fill, self.dtype)
 
     def empty_like(self, value: Any) -> Any:
         if self.per_image:
@@ -221,11 +222,11 @@ def get_field(name: str) -> FieldSpec:
     return spec
 
 
-def field_specs(fields: Sequence[str]) -> tuple[FieldSpec, ...]:
-    """The specs of ``fields`` in order, each once (bind them when a pipeline is built, not per sample)."""
+def field_specs(fields: Sequence[str | FieldSpec]) -> tuple[FieldSpec, ...]:
+    """The specs of ``fields`` (names or specs) in order, each once (bind them when a pipeline is built, not per sample)."""
     out: list[FieldSpec] = []
     for name in fields:
-        spec = get_field(name)
+        spec = name if isinstance(name, FieldSpec) else get_field(name)
         if spec not in out:
             out.append(spec)
     return tuple(out)

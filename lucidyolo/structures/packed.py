@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from lucidyolo.structures.fields import FieldSpec, field_specs, get_field, pad_rows
+from lucidyolo.structures.fields import FieldSpec, field_specs, pad_rows
 
 
 @dataclass
@@ -171,8 +171,7 @@ def collate_packed(samples: Sequence[Any], fields: Sequence[str | FieldSpec] = (
         The packed batch; its tensor count depends only on ``fields`` and on
         whether HSV gains are carried.
     """
-    specs = tuple(f if isinstance(f, FieldSpec) else get_field(f) for f in fields)
-    specs = tuple(dict.fromkeys(specs))  # keypoints + visibility resolve to one spec
+    specs = field_specs(fields)  # keypoints + visibility resolve to one spec
     targets = [s.targets for s in samples]
     counts = np.array([len(t) for t in targets], dtype=np.int64)
     images = torch.stack([s.image for s in samples])  # (B, 3, S, S)

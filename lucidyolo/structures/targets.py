@@ -12,7 +12,7 @@ without torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -174,6 +174,23 @@ class Targets:
             self.boxes.copy(), self.labels.copy(), self.difficult.copy(),
             **{name: spec.clone(v) for name, spec, v in self._present()},
         )
+
+    def transformed(self, boxes: np.ndarray, rule: Callable[[FieldSpec, dict[str, Any]], dict[str, Any] | None]) -> Targets:
+        """New targets with ``boxes (N, 4)`` and each present field mapped by ``rule(spec, values)``.
+
+        ``rule`` returns the field's new values, or ``None`` when the field has no
+        such rule (no geometry): a private copy then travels unchanged. The
+        geometric augmentations (affine, flip) are this one loop with their rule.
+        """
+        t = Targets(boxes, self.labels.copy(), self.difficult.copy())
+        for spec in self.present_fields():
+            values = self.values_of(spec)
+            out = rule(spec, values)
+            if out is None:
+                out = {a.name: None if values[a.name] is None else a.clone(values[a.name]) for a in spec.attrs}
+            for name, value in out.items():
+                setattr(t, name, value)
+        return t
 
     def split_image_targets(self) -> tuple[Targets, dict[str, Any]]:
         """``(targets without per-image attributes, {per-image attribute: value})``."""

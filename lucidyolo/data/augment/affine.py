@@ -181,19 +181,8 @@ def transform_targets(targets: Targets, affine: IsoAffine) -> Targets:
     scale); their sides scale by ``s``.
     """
     s, tx, ty = affine.s, affine.tx, affine.ty
-    t = Targets(
-        (targets.boxes * s + np.array([tx, ty, tx, ty], np.float32)).astype(np.float32),
-        targets.labels.copy(), targets.difficult.copy(),
-    )
-    for spec in targets.present_fields():
-        values = targets.values_of(spec)
-        if spec.affine is None:  # a field without geometry travels unchanged (a private copy)
-            values = {a.name: None if values[a.name] is None else a.clone(values[a.name]) for a in spec.attrs}
-        else:
-            values = spec.affine(values, s, tx, ty)
-        for name, value in values.items():
-            setattr(t, name, value)
-    return t
+    boxes = (targets.boxes * s + np.array([tx, ty, tx, ty], np.float32)).astype(np.float32)
+    return targets.transformed(boxes, lambda spec, v: None if spec.affine is None else spec.affine(v, s, tx, ty))
 
 
 def clip_and_filter(targets: Targets, region: tuple[float, float, float, float]) -> Targets:

@@ -55,16 +55,6 @@ def hflip_targets(targets: Targets, width: int, meta: Mapping[str, Any] | None =
     """
     right = width - FLIP_OFFSET
     b = targets.boxes
-    t = Targets(
-        np.stack([right - b[:, 2], b[:, 1], right - b[:, 0], b[:, 3]], axis=1).astype(np.float32),
-        targets.labels.copy(), targets.difficult.copy(),
-    )
-    for spec in targets.present_fields():
-        values = targets.values_of(spec)
-        if spec.flip is None:
-            values = {a.name: None if values[a.name] is None else a.clone(values[a.name]) for a in spec.attrs}
-        else:
-            values = spec.flip(values, right, meta or {})
-        for name, value in values.items():
-            setattr(t, name, value)
-    return t
+    boxes = np.stack([right - b[:, 2], b[:, 1], right - b[:, 0], b[:, 3]], axis=1).astype(np.float32)
+    meta = meta or {}
+    return targets.transformed(boxes, lambda spec, v: None if spec.flip is None else spec.flip(v, right, meta))
