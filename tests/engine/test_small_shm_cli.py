@@ -25,7 +25,6 @@ pytestmark = pytest.mark.slow
 
 DRIVER = r'''
 import json, os, subprocess, sys, time
-from tests.task_fields import fields_of
 lucid, data, tiny, out = sys.argv[1:5]
 if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64M", "tmpfs", "/dev/shm"]).returncode:
     sys.exit(77)
