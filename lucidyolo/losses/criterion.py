@@ -7,7 +7,7 @@ compiled as one graph: there is no Python control flow on tensor values and no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torch import Tensor, nn
@@ -28,6 +28,11 @@ class DetectionCriterion(nn.Module):
         o2m_assigner: assigner of the one-to-many branch (default STAL top-10).
         o2o_assigner: assigner of the one-to-one branch (default STAL top-7, single best).
         branch_loss: per-branch loss with its gains (default 7.5 box, 0.5 cls, 6.0 l1).
+        branch_terms: task terms computed per branch from that branch's assignment
+            (mask coefficients, keypoints); see :class:`BranchTerm`. Their gained sum is
+            added to the branch total, so the progressive ``alpha`` mixes them too.
+        global_terms: task terms computed once per batch from the whole output (the
+            training-only semantic head); see :class:`GlobalTerm`. Added unmixed.
     """
 
     def __init__(
@@ -35,11 +40,15 @@ class DetectionCriterion(nn.Module):
         o2m_assigner: TaskAlignedAssigner | None = None,
         o2o_assigner: OneToOneAssigner | None = None,
         branch_loss: BranchLoss | None = None,
+        branch_terms: Sequence[nn.Module] = (),
+        global_terms: Sequence[nn.Module] = (),
     ) -> None:
         super().__init__()
         self.o2m_assigner = o2m_assigner if o2m_assigner is not None else default_o2m_assigner()
         self.o2o_assigner = o2o_assigner if o2o_assigner is not None else default_o2o_assigner()
         self.branch_loss = branch_loss if branch_loss is not None else BranchLoss()
+        self.task_branch_terms = nn.ModuleList(branch_terms)
+        self.task_global_terms = nn.ModuleList(global_terms)
 
     def branch_terms(
         self,
@@ -59,7 +68,8 @@ class DetectionCriterion(nn.Module):
             targets["boxes"],
             targets["mask"],
         )
-        return self.branch_loss(branch["logits"], pred_boxes, strides, assignment)
+        terms = self.branch_loss(branch["logits"], pred_boxes, strides, assignment)
+        return _add_task_terms(terms, self.task_branch_terms, branch, assignment, anchors, strides, targets)
 
     def forward(
         self, outputs: Mapping[str, Any], targets: Mapping[str, Tensor], alpha: float | Tensor
@@ -85,4 +95,48 @@ class DetectionCriterion(nn.Module):
             targets = {**targets, "mask": targets["mask"] & ~targets["crowd"]}
         o2m = self.branch_terms(outputs["o2m"], self.o2m_assigner, anchors, strides, targets)
         o2o = self.branch_terms(outputs["o2o"], self.o2o_assigner, anchors, strides, targets)
-        return mix_branches(o2m, o2o, alpha)
+        total, terms = mix_branches(o2m, o2o, alpha)
+        for term in self.task_global_terms:
+            values = term(outputs, targets)
+            for key, value in values.items():
+                terms[key] = value
+                total = total + term.gains[key] * value
+        return total, terms
+
+
+def _add_task_terms(
+    terms: dict[str, Tensor],
+    modules: Sequence[nn.Module],
+    branch: Mapping[str, Tensor],
+    assignment: Any,
+    anchors: Tensor,
+    strides: Tensor,
+    targets: Mapping[str, Tensor],
+) -> dict[str, Tensor]:
+    """Add each branch term's values (before gains) to ``terms`` and their gained sum to ``total``."""
+    for term in modules:
+        values = term(branch, assignment, anchors, strides, targets)
+        for key, value in values.items():
+            terms[key] = value
+            terms["total"] = terms["total"] + term.gains[key] * value
+    return terms
+
+
+class BranchTerm(nn.Module):
+    """Contract of a per-branch task term (documentation base; any module with this shape works).
+
+    ``forward(branch, assignment, anchors, strides, targets) -> {name: 0-d tensor}``
+    with ``branch`` the branch's stem outputs (``{name: (B, A, *shape)}``),
+    ``assignment`` the branch's :class:`~lucidyolo.assign.assignment.Assignment`
+    (``gt_index (B, A)`` selects each positive's GT row), ``anchors (A, 2)``,
+    ``strides (A,)`` and ``targets`` the padded GT of the batch (task fields
+    included). ``gains`` maps every returned name to its gain.
+    """
+
+    gains: dict[str, float]
+
+
+class GlobalTerm(nn.Module):
+    """Contract of a once-per-batch task term: ``forward(outputs, targets) -> {name: 0-d tensor}``; ``gains`` as above."""
+
+    gains: dict[str, float]
