@@ -46,7 +46,7 @@ def summary(
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("params, whole model (o2m + o2o)", f"{info['params'] / 1e6:.3f} M")
-    table.add_row("params, deployed (trunk + o2o)", f"{info['params_deploy'] / 1e6:.3f} M")
+    table.add_row("params, deployed (trunk + o2o + extras)", f"{info['params_deploy'] / 1e6:.3f} M")
     table.add_row("GFLOPs, deployed graph", f"{info['gflops']:.2f}")
     table.add_row("anchors", str(info["anchors"]))
     Console().print(table)

@@ -8,18 +8,19 @@ from torch import Tensor, nn
 
 from lucidyolo.decode.e2e import e2e_topk
 from lucidyolo.models.fuse import fold_batchnorm
-from lucidyolo.models.yolo26 import YOLO26, AnchorCache
+from lucidyolo.models.yolo26 import YOLO26, AnchorCache, extra_output_names, run_extras
 from lucidyolo.structures.box_coder import ltrb_to_xyxy, make_anchors
 
 
 class DeployModel(nn.Module):
-    """Inference-only YOLO26: no o2m branch, no training-only extras, BN folded.
+    """Inference-only YOLO26: no o2m branch, no training-only submodules, BN folded.
 
     ``forward(images (B, 3, H, W))`` returns ``(B, k, 6)`` rows
     ``[x1, y1, x2, y2, score, class]`` in input pixels (zero rows as padding);
-    a model with task stems returns ``(detections, *stems)`` instead, each
-    stem's o2o output gathered by the kept anchor index to ``(B, k, *shape)``
-    (zeros on padding rows), in :attr:`output_names` order.
+    a model with task stems or extras returns ``(detections, *stems, *extras)``
+    instead, each stem's o2o output gathered by the kept anchor index to
+    ``(B, k, *shape)`` (zeros on padding rows), each extra output as its module
+    returns it (seg prototypes ``(B, P, Hp, Wp)``), in :attr:`output_names` order.
 
     Args:
         backbone: the trunk's backbone (already a copy, BN folded).
@@ -27,13 +28,16 @@ class DeployModel(nn.Module):
         branch: the o2o head branch (already a copy, BN folded).
         strides: stride of each level.
         k: rows of the top-k decode.
+        extras: the model's task modules (already copies, training-only submodules removed).
     """
 
-    def __init__(self, backbone: nn.Module, neck: nn.Module, branch: nn.Module, strides: tuple[int, ...], k: int = 300) -> None:
+    def __init__(self, backbone: nn.Module, neck: nn.Module, branch: nn.Module, strides: tuple[int, ...], k: int = 300,
+                 extras: nn.ModuleDict | None = None) -> None:
         super().__init__()
         self.backbone = backbone
         self.neck = neck
         self.branch = branch
+        self.extras = extras if extras is not None else nn.ModuleDict()
         self.strides = tuple(strides)
         self.k = k
         self.anchor_cache = AnchorCache(self.strides)
@@ -49,9 +53,11 @@ class DeployModel(nn.Module):
         self.fixed_size = (height, width)
 
     def forward_raw(self, images: Tensor) -> dict[str, Tensor]:
-        """The o2o branch outputs: ``{"boxes": (B, A, 4) raw ltrb, "logits": (B, A, C), "anchors": (A, 2), "strides": (A,)}``."""
+        """The o2o branch outputs: ``{"boxes": (B, A, 4) raw ltrb, "logits": (B, A, C), "anchors": (A, 2), "strides": (A,)}``
+        plus the task stems and the extras' outputs."""
         feats = self.neck(self.backbone(images))
         out = dict(self.branch(feats))
+        out.update(run_extras(self.extras, feats))
         if self.fixed_size is not None and tuple(images.shape[2:]) == self.fixed_size:
             out["anchors"], out["strides"] = self.anchors, self.anchor_strides
         else:
@@ -64,16 +70,21 @@ class DeployModel(nn.Module):
         return tuple(n for n in self.branch.stems if n not in ("boxes", "logits"))
 
     @property
+    def extra_names(self) -> tuple[str, ...]:
+        """The extras' outputs (seg prototypes), in module order."""
+        return extra_output_names(self.extras)
+
+    @property
     def output_names(self) -> tuple[str, ...]:
         """Names of :meth:`forward`'s outputs (the ONNX output names)."""
-        return ("detections", *self.stem_names)
+        return ("detections", *self.stem_names, *self.extra_names)
 
     def forward(self, images: Tensor) -> Tensor | tuple[Tensor, ...]:
         """Images ``(B, 3, H, W)`` in ``[0, 1]`` to detections ``(B, k, 6)`` (plus gathered task stems)."""
         raw = self.forward_raw(images)
         boxes = ltrb_to_xyxy(raw["boxes"], raw["anchors"], raw["strides"])  # (B, A, 4) px
         dets, index = e2e_topk(boxes, raw["logits"], self.k)
-        if not self.stem_names:
+        if not self.stem_names and not self.extra_names:
             return dets
         valid = (index >= 0).unsqueeze(-1)  # (B, k, 1)
         safe = index.clamp(min=0)
@@ -83,7 +94,7 @@ class DeployModel(nn.Module):
             flat = value.flatten(2)
             picked = flat.gather(1, safe.unsqueeze(-1).expand(-1, -1, flat.shape[-1])) * valid
             stems.append(picked.reshape(*index.shape, *value.shape[2:]))
-        return (dets, *stems)
+        return (dets, *stems, *(raw[name] for name in self.extra_names))
 
 
 def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
@@ -98,7 +109,11 @@ def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
     backbone = copy.deepcopy(model.backbone)
     neck = copy.deepcopy(model.neck)
     branch = copy.deepcopy(model.head.o2o)
-    deployed = DeployModel(backbone, neck, branch, model.strides, k=k)
+    extras = copy.deepcopy(model.extras)
+    for module in extras.values():
+        for name in getattr(module, "train_only", ()):
+            setattr(module, name, None)
+    deployed = DeployModel(backbone, neck, branch, model.strides, k=k, extras=extras)
     deployed.eval()  # BN folding uses running statistics
     fold_batchnorm(deployed)
     deployed.requires_grad_(False)

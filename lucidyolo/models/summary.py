@@ -49,13 +49,20 @@ def model_summary(
 
     Returns:
         ``{"model": "yolo26n", "task", "num_classes", "img_size", "params": int
-        (whole model, both branches), "params_deploy": int (trunk + o2o),
+        (whole model, both branches), "params_deploy": int (trunk + o2o + extras without their training-only parts, before BN folding),
         "gflops": float (deployed graph), "anchors": int}``.
     """
     with torch.device("meta"):
         model = build() if build is not None else create_model(variant, num_classes=num_classes)
     model.eval()
-    deploy_params = count_params(model.backbone) + count_params(model.neck) + count_params(model.head.o2o)
+    train_only = sum(
+        count_params(sub) for m in model.extras.values() for n in getattr(m, "train_only", ())
+        if (sub := getattr(m, n, None)) is not None
+    )
+    deploy_params = (
+        count_params(model.backbone) + count_params(model.neck) + count_params(model.head.o2o)
+        + count_params(model.extras) - train_only
+    )
     anchors = sum((img_size // s) ** 2 for s in model.strides)
     return {
         "model": f"yolo26{model.variant}",

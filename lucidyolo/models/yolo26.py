@@ -46,7 +46,7 @@ class YOLO26(nn.Module):
 
         {"o2m": {"boxes": (B, A, 4), "logits": (B, A, C), ...task stems},
          "o2o": {... same keys ...},
-         "anchors": (A, 2), "strides": (A,), ...top-level extras (e.g. "protos")}
+         "anchors": (A, 2), "strides": (A,), ...outputs of ``extras`` (e.g. "protos")}
 
     ``boxes`` are raw ``l, t, r, b`` in stride units (decode with
     :func:`lucidyolo.structures.box_coder.ltrb_to_xyxy`). The inference graph
@@ -70,10 +70,10 @@ class YOLO26(nn.Module):
         self.backbone = Backbone(scale)
         self.neck = PANNeck(scale, self.backbone.out_channels)
         self.head = DualHead(stems, self.neck.out_channels)
-        # Task modules that read the neck features and add a top-level output
-        # (seg prototypes); names listed in ``train_only`` stay out of the deployed graph.
+        # Task modules that read the neck features and add top-level outputs (seg
+        # prototypes): see :func:`run_extras`. A module's ``train_only`` attribute
+        # names its submodules the deployed graph removes (the semantic head).
         self.extras = nn.ModuleDict()
-        self.train_only: set[str] = set()
         self.anchor_cache = AnchorCache(self.strides)
         self.num_classes = next(s.shape[0] for s in stems if s.name == "logits")
 
@@ -86,6 +86,26 @@ class YOLO26(nn.Module):
         feats = self.features(images)
         out: dict = self.head(feats)
         out["anchors"], out["strides"] = self.anchor_cache(feats)
-        for name, module in self.extras.items():
-            out[name] = module(feats)
+        out.update(run_extras(self.extras, feats))
         return out
+
+
+def run_extras(extras: nn.ModuleDict, feats: Sequence[Tensor]) -> dict[str, Tensor]:
+    """Top-level outputs of the task modules: a module returns one tensor (kept under its
+    name) or a dict of named tensors (merged), e.g. ``{"protos": (B, P, Hp, Wp)}``."""
+    out: dict[str, Tensor] = {}
+    for name, module in extras.items():
+        value = module(feats)
+        if isinstance(value, dict):
+            out.update(value)
+        else:
+            out[name] = value
+    return out
+
+
+def extra_output_names(extras: nn.ModuleDict) -> tuple[str, ...]:
+    """Names of :func:`run_extras`'s outputs, in order (a module may declare ``outputs``)."""
+    names: list[str] = []
+    for name, module in extras.items():
+        names.extend(getattr(module, "outputs", (name,)))
+    return tuple(names)
