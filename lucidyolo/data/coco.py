@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from lucidyolo.data.rle_polygons import rle_to_rings
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.errors import DataError
 from lucidyolo.structures.geometry import canonicalize_rboxes, min_area_rboxes_of_polygons
@@ -206,8 +207,16 @@ def _image_targets(
                         if not np.all(np.isfinite(arr)):
                             raise _bad(ann_file, ann, "segmentation contains NaN or infinity.", "Fix or remove the annotation.")
                         inst_rings.append(arr.reshape(-1, 2))
+            elif isinstance(seg, dict):
+                # Non-crowd RLE (mask exports): masks travel as rings only, so
+                # trace its exact pixel outlines (holes filled, see rle_polygons).
+                try:
+                    inst_rings = rle_to_rings(seg, h, w)
+                except ValueError as exc:
+                    raise _bad(ann_file, ann, f"segmentation RLE is malformed ({exc}).",
+                               "Write the RLE as {'size': [height, width], 'counts': ...} of this image.") from None
             if "polygons" in fields and not inst_rings:
-                # Non-crowd RLE or empty polygons: no ring to train the mask on.
+                # Empty polygons or an empty RLE mask: no ring to train the mask on.
                 continue
         n = len(boxes)
         for r in inst_rings:
