@@ -33,6 +33,8 @@ class DetectionCriterion(nn.Module):
             added to the branch total, so the progressive ``alpha`` mixes them too.
         global_terms: task terms computed once per batch from the whole output (the
             training-only semantic head); see :class:`GlobalTerm`. Added unmixed.
+        branch_inputs: top-level output keys every branch term also sees in its
+            ``branch`` dict (seg prototypes, shared by both branches).
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class DetectionCriterion(nn.Module):
         branch_loss: BranchLoss | None = None,
         branch_terms: Sequence[nn.Module] = (),
         global_terms: Sequence[nn.Module] = (),
+        branch_inputs: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.o2m_assigner = o2m_assigner if o2m_assigner is not None else default_o2m_assigner()
@@ -49,6 +52,7 @@ class DetectionCriterion(nn.Module):
         self.branch_loss = branch_loss if branch_loss is not None else BranchLoss()
         self.task_branch_terms = nn.ModuleList(branch_terms)
         self.task_global_terms = nn.ModuleList(global_terms)
+        self.branch_inputs = tuple(branch_inputs)
 
     def branch_terms(
         self,
@@ -93,8 +97,9 @@ class DetectionCriterion(nn.Module):
         anchors, strides = outputs["anchors"], outputs["strides"]
         if "crowd" in targets:
             targets = {**targets, "mask": targets["mask"] & ~targets["crowd"]}
-        o2m = self.branch_terms(outputs["o2m"], self.o2m_assigner, anchors, strides, targets)
-        o2o = self.branch_terms(outputs["o2o"], self.o2o_assigner, anchors, strides, targets)
+        shared = {key: outputs[key] for key in self.branch_inputs}
+        o2m = self.branch_terms({**outputs["o2m"], **shared}, self.o2m_assigner, anchors, strides, targets)
+        o2o = self.branch_terms({**outputs["o2o"], **shared}, self.o2o_assigner, anchors, strides, targets)
         total, terms = mix_branches(o2m, o2o, alpha)
         for term in self.task_global_terms:
             values = term(outputs, targets)
