@@ -8,7 +8,11 @@ unpacked before timing starts. The
 ratio full/bare is what the loop keeps of the machine's limit for this model
 (target >= 0.85).
 
-    python benchmarks/train_step.py [--sizes 320,640] [--batches 8,16] [--steps 6]
+    python benchmarks/train_step.py [--sizes 320,640] [--batches 8,16] [--steps 6] [--tasks det,seg]
+
+With several tasks each point is measured for every task side by side, and the
+bare-step cost of each task relative to the first (``step_cost_vs_<task>``:
+seconds per image over the first task's) is reported (aim for seg: <= 1.4x det).
 """
 
 from __future__ import annotations
@@ -105,26 +109,37 @@ def main() -> None:
     parser.add_argument("--batches", default="8,16")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--data-root", default=None, help="default: a synthetic det set per size")
+    parser.add_argument("--data-root", default=None, help="default: each task's synthetic set per size")
+    parser.add_argument("--tasks", default="det", help="comma-separated tasks, measured side by side")
+    parser.add_argument("--bare-only", action="store_true", help="skip the full loop (task cost comparisons)")
     args = parser.parse_args()
     quiet_known_warnings()
     warnings.filterwarnings("ignore")
     import logging
 
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
-    spec = get_task("det")
+    specs = [get_task(t) for t in args.tasks.split(",")]
     rows = []
     work = Path(tempfile.mkdtemp(prefix="lucid-bench-"))
     for size in (int(s) for s in args.sizes.split(",")):
-        root = Path(args.data_root) if args.data_root else spec.make_synthetic(work / f"s{size}", 200, size, 0)
         for batch in (int(b) for b in args.batches.split(",")):
-            cfg = resolve_config(spec, [], {"data": {"img_size": size, "batch_size": batch}})
-            train = open_split(spec, cfg, root, "train", "train")
-            val = open_split(spec, cfg, root, "val", "val")
-            bare = bare_step(spec, cfg, train, val, args.steps, args.warmup)
-            full = full_loop(spec, cfg, train, val, args.steps, args.warmup)
-            rows.append({"img_size": size, "batch": batch, "bare_img_s": round(bare, 3), "full_img_s": round(full, 3),
-                         "ratio": round(full / bare, 3)})
+            first_bare = None
+            for spec in specs:
+                root = (Path(args.data_root) if args.data_root
+                        else spec.make_synthetic(work / f"{spec.name}-s{size}", 200, size, 0))
+                cfg = resolve_config(spec, [], {"data": {"img_size": size, "batch_size": batch}})
+                train = open_split(spec, cfg, root, "train", "train")
+                val = open_split(spec, cfg, root, "val", "val")
+                bare = bare_step(spec, cfg, train, val, args.steps, args.warmup)
+                row = {"task": spec.name, "img_size": size, "batch": batch, "bare_img_s": round(bare, 3)}
+                if first_bare is None:
+                    first_bare = bare
+                else:
+                    row[f"step_cost_vs_{specs[0].name}"] = round(first_bare / bare, 3)
+                if not args.bare_only:
+                    full = full_loop(spec, cfg, train, val, args.steps, args.warmup)
+                    row.update(full_img_s=round(full, 3), ratio=round(full / bare, 3))
+                rows.append(row)
     print(json.dumps({"benchmark": "train_step", "variant": "n", "device": "cpu", "threads": torch.get_num_threads(),
                       "cores": os.cpu_count(), "target_ratio": 0.85, "results": rows}))
 

@@ -12,7 +12,10 @@ def evaluate(
     data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (default: the run's)."),
     split: str = typer.Option("val", "--split", help="Split to score."),
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Score the EMA weights (default) or the raw ones."),
-    masks: bool = typer.Option(True, "--masks/--no-masks", help="Tasks with masks: also score them."),
+    masks: str = typer.Option(
+        "true", "--masks", metavar="true|false", help="Tasks with masks: also score them (false: boxes only)."
+    ),
+    no_masks: bool = typer.Option(False, "--no-masks", help="The same as --masks false."),
     img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the task's, 640 for det)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Batch size (default: the task's, 32 for det)."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto."),
@@ -25,9 +28,14 @@ def evaluate(
 ) -> None:
     """Score a checkpoint with its task's protocol (pycocotools for det), both decode paths."""
     from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.errors import UserError
 
+    flag = masks.strip().lower()
+    if flag not in ("true", "false", "1", "0", "yes", "no"):
+        raise UserError(f"--masks {masks!r} is not true or false.", fix="Use --masks true (default) or --masks false.")
     report = run_eval(
-        checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=masks, img_size=img_size,
+        checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=flag in ("true", "1", "yes") and not no_masks,
+        img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
     )
     print_report(report)

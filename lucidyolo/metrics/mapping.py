@@ -8,6 +8,8 @@ is applied to whole ``(N, 4)`` arrays at once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import torch
 
@@ -72,3 +74,15 @@ def letterbox_boxes(boxes: ArrayLike, scale: float, pad_x: float, pad_y: float) 
     return arr * np.asarray(scale, dtype=arr.dtype) + np.array(
         [pad_x, pad_y, pad_x, pad_y], dtype=arr.dtype
     )
+
+
+def clip_to_image(decoded: torch.Tensor, batch_meta: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Clip ``(B, K, 6)`` rows' boxes to each image's region in the letterboxed input (no-op for mosaics' NaN)."""
+    lb = batch_meta["letterbox"].to(decoded.device, decoded.dtype)  # (B, 3) scale, pad_x, pad_y
+    hw = batch_meta["orig_hw"].to(decoded.device, decoded.dtype)  # (B, 2) h, w
+    lo = lb[:, 1:3]  # (B, 2) x0, y0
+    hi = lo + hw.flip(-1) * lb[:, :1]  # (B, 2) x1, y1
+    if not bool(torch.isfinite(hi).all()):
+        return decoded
+    boxes = torch.maximum(torch.minimum(decoded[..., :4], hi.repeat(1, 2)[:, None]), lo.repeat(1, 2)[:, None])
+    return torch.cat((boxes, decoded[..., 4:]), dim=-1)

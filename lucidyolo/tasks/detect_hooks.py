@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.config.schema import ModelConfig
+from lucidyolo.metrics.mapping import clip_to_image
 
 FIELDS: tuple[str, ...] = ("crowd",)
 """Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
@@ -82,21 +83,8 @@ def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], batch_
     )
 
 
-def clip_to_image(decoded: Tensor, batch_meta: Mapping[str, Tensor]) -> Tensor:
-    """Clip ``(B, K, 6)`` rows' boxes to each image's region in the letterboxed input (no-op for mosaics' NaN)."""
-    lb = batch_meta["letterbox"].to(decoded.device, decoded.dtype)  # (B, 3) scale, pad_x, pad_y
-    hw = batch_meta["orig_hw"].to(decoded.device, decoded.dtype)  # (B, 2) h, w
-    lo = lb[:, 1:3]  # (B, 2) x0, y0
-    hi = lo + hw.flip(-1) * lb[:, :1]  # (B, 2) x1, y1
-    if not bool(torch.isfinite(hi).all()):
-        return decoded
-    boxes = torch.maximum(torch.minimum(decoded[..., :4], hi.repeat(1, 2)[:, None]), lo.repeat(1, 2)[:, None])
-    return torch.cat((boxes, decoded[..., 4:]), dim=-1)
-
-
 def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
     """Recall at IoU 0.5 of the deployed end-to-end graph on ``source`` (network-input frame)."""
-    import torch
 
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader

@@ -1,7 +1,8 @@
 """The built-in instance segmentation task (``seg``, alias ``segment``).
 
-Only the task declaration and its options exist so far; the mask head, loss and
-metric are not built yet, so ``lucid fit seg`` refuses with exit code 2.
+Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
+:mod:`lucidyolo.tasks.segment_hooks`. Detection plus 32 mask coefficients per
+anchor and branch, image-wide prototypes and a training-only semantic head.
 """
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import (
+    ExportSpec,
+    GateSpec,
+    MetricSpec,
+    TaskCapabilities,
+    TaskSpec,
+    lazy_hook,
+)
 
 
 class SegmentModelConfig(ModelConfig):
@@ -19,7 +27,12 @@ class SegmentModelConfig(ModelConfig):
     mask_gain: float = Field(2.5, ge=0)
     semantic_gain: float = Field(0.5, ge=0)
     num_prototypes: int = Field(32, gt=0)
+    mask_crop: int = Field(
+        32, ge=4, le=128, description="samples per side of the GT box at which the mask loss is evaluated"
+    )
 
+
+_HOOKS = "lucidyolo.tasks.segment_hooks"
 
 SPEC = TaskSpec(
     name="seg",
@@ -27,7 +40,37 @@ SPEC = TaskSpec(
     description="boxes + one mask per instance (COCO polygons/RLE, YOLO polygons)",
     config_model=SegmentModelConfig,
     capabilities=TaskCapabilities(multi_device=True, export=True),
-    fields=("polygons",),
-    metrics=MetricSpec(keys=("val/mAP50-95", "val/mAP50", "val/segm_mAP50-95")),
     default_preset="seg_nano_smoke.yaml",
+    synthetic_preset="seg_nano_synthetic.yaml",
+    fields=("polygons", "crowd"),
+    loss_terms=("box", "cls", "l1", "mask", "semantic"),
+    metrics=MetricSpec(
+        keys=("val/mAP50", "val/mAP50-95", "val/segm_mAP50", "val/segm_mAP50-95"),
+        primary="val/segm_mAP50-95",
+        summary=("val/segm_mAP50-95", "val/mAP50-95"),
+        columns={
+            "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",
+            "val/segm_mAP50": "metrics/mAP50(M)", "val/segm_mAP50-95": "metrics/mAP50-95(M)",
+        },
+    ),
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    gate=GateSpec(
+        preset="seg_nano_overfit.yaml",
+        metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",
+        floor=0.70,
+        score=lazy_hook(f"{_HOOKS}:gate_score"),
+    ),
+    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
+    predict=lazy_hook(f"{_HOOKS}:predict"),
+    draw=lazy_hook(f"{_HOOKS}:draw"),
+    export=ExportSpec(
+        outputs=("detections", "coeffs", "protos"),
+        deploy=lazy_hook(f"{_HOOKS}:deploy"),
+        check=lazy_hook(f"{_HOOKS}:export_check"),
+    ),
 )

@@ -80,6 +80,7 @@ def test_unknown_preset_and_task_get_suggestions(lucid):
 def test_every_packaged_preset_resolves(lucid):
     for task, preset in [
         ("det", "det_nano_smoke.yaml"), ("det", "det_nano_overfit.yaml"), ("seg", "seg_nano_smoke.yaml"),
+        ("seg", "seg_nano_overfit.yaml"), ("seg", "seg_nano_synthetic.yaml"),
         ("obb", "obb_nano_smoke.yaml"), ("pose", "pose_nano_smoke.yaml"), ("pose", "pose_nano_smoke_laplace_nll.yaml"),
     ]:
         cfg = _config(lucid("fit", task, "--config", preset, "--print-config"))

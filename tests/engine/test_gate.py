@@ -8,7 +8,7 @@ import pytest
 
 
 def test_gate_for_a_task_without_a_training_path_exits_2(lucid):
-    r = lucid("gate", "overfit", "--task", "segment")
+    r = lucid("gate", "overfit", "--task", "oriented")
     assert r.returncode == 2 and "is not available" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -1,0 +1,166 @@
+"""Hooks of the instance segmentation task (imported lazily by :mod:`lucidyolo.tasks.segment`; uses torch).
+
+Segmentation is detection plus one stem (``coeffs``: ``P`` tanh coefficients per
+anchor and branch) and one extra module (:class:`~lucidyolo.models.prototypes.PrototypeHead`:
+prototypes, and a semantic head only while training). Its decode returns
+:class:`~lucidyolo.structures.mask_detections.MaskDetections`: the box rows of
+detection plus what assembles their masks where a consumer needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks import detect_hooks
+
+FIELDS: tuple[str, ...] = ("polygons", "crowd")
+"""Polygon rings of every instance (the mask targets) and COCO crowd regions (ignored, scored as pycocotools does)."""
+
+PROTO_WIDTH = 256
+"""Base width of the prototype convolutions (scaled by the variant like every layer: 64 for n)."""
+
+
+def build_model(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
+    from lucidyolo.models import create_model
+    from lucidyolo.models.head import StemSpec
+    from lucidyolo.models.prototypes import PrototypeHead
+
+    p = int(cfg.num_prototypes)
+    model = create_model(cfg.variant, num_classes=num_classes, label="seg",
+                         extra_stems=[StemSpec("coeffs", (p,), activation="tanh")])
+    model.extras["protos"] = PrototypeHead(
+        model.neck.out_channels, model.scale.channels(PROTO_WIDTH), num_prototypes=p, num_classes=num_classes
+    )
+    return model
+
+
+def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
+    from lucidyolo.assign.one_to_one import OneToOneAssigner
+    from lucidyolo.assign.tal import TaskAlignedAssigner
+    from lucidyolo.losses.branch import BranchLoss
+    from lucidyolo.losses.criterion import DetectionCriterion
+    from lucidyolo.losses.mask import MaskTerm, SemanticTerm
+
+    return DetectionCriterion(
+        TaskAlignedAssigner(topk=cfg.o2m_topk),
+        OneToOneAssigner(topk=cfg.o2o_topk),
+        BranchLoss(box_gain=cfg.box_gain, cls_gain=cfg.cls_gain, l1_gain=cfg.l1_gain),
+        branch_terms=[MaskTerm(mask_gain=cfg.mask_gain, crop=cfg.mask_crop)],
+        global_terms=[SemanticTerm(semantic_gain=cfg.semantic_gain)],
+        branch_inputs=("protos",),
+    )
+
+
+def decode(outputs: Mapping[str, Any], path: str = "e2e") -> MaskDetections:
+    """Box rows ``(B, 300, 6)`` of the ``path`` branch, its coefficients gathered by the kept anchor index, the prototypes."""
+    from lucidyolo.decode.e2e import e2e_topk
+    from lucidyolo.decode.nms import nms_decode
+    from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+    if path not in ("e2e", "nms"):
+        raise ValueError(f"unknown decode path {path!r} (e2e or nms)")
+    branch = outputs["o2o" if path == "e2e" else "o2m"]
+    boxes = ltrb_to_xyxy(branch["boxes"], outputs["anchors"], outputs["strides"])
+    rows, index = (e2e_topk if path == "e2e" else nms_decode)(boxes, branch["logits"])
+    coeffs = branch["coeffs"]  # (B, A, P)
+    picked = coeffs.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, coeffs.shape[-1]))
+    return MaskDetections(rows, picked * (index >= 0).unsqueeze(-1), outputs["protos"])
+
+
+def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
+    from lucidyolo.data.synth import write_synthetic
+
+    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
+
+
+def build_metric(num_classes: int, **_: Any) -> nn.Module:
+    from lucidyolo.metrics.segm_epoch_map import SegmEpochMAP
+
+    return SegmEpochMAP(num_classes=num_classes)
+
+
+def metric_update(metric: Any, decoded: MaskDetections, gt: Mapping[str, Tensor], batch_meta: Mapping[str, Tensor],
+                  **_: Any) -> None:
+    """Boxes and masks of one batch against its padded ground truth (polygon rings, crowd regions)."""
+    metric.update(decoded, gt, batch_meta)
+
+
+def deploy(model: nn.Module, **_: Any) -> nn.Module:
+    """Trunk + o2o branch + prototypes (no semantic head), BN folded: ``(detections, coeffs, protos)``."""
+    from lucidyolo.models.deploy import make_deploy_model
+
+    return make_deploy_model(model)
+
+
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+    """Mean mask IoU over every GT of ``source`` (unmatched = 0), deployed end-to-end graph, network-input frame."""
+    from lucidyolo.data.datasets import ValDataset
+    from lucidyolo.data.loader import build_val_loader
+    from lucidyolo.metrics.mask_iou import MeanMaskIoU
+    from lucidyolo.structures.packed import unpack
+
+    deployed = deploy(model).eval()
+    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
+    metric = MeanMaskIoU()
+    with torch.inference_mode():
+        for batch in loader:
+            images, gt, _ = unpack(batch, "cpu")
+            dets, coeffs, protos = deployed(images)
+            metric.update(MaskDetections(dets, coeffs, protos), gt, conf)
+    return metric.compute()  # NaN without ground truth: fails every floor
+
+
+def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
+             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` and ``segm`` through pycocotools for both decode paths (``masks: False``: boxes only)."""
+    from lucidyolo.metrics.coco_eval import dets_to_coco_results
+    from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
+    from lucidyolo.metrics.mask_assembly import mask_results
+
+    with_masks = bool((options or {}).get("masks", True))
+
+    def boxes_only(det: MaskDetections, image_id: int, category_ids: Sequence[int],
+                   letterbox: tuple[float, float, float], orig_hw: tuple[int, int]) -> list[dict[str, Any]]:
+        return dets_to_coco_results(det.rows, image_id, category_ids, *letterbox, orig_hw)
+
+    return evaluate_coco_protocol(
+        model=model, decode=decode, to_results=mask_results if with_masks else boxes_only, source=source,
+        fields=FIELDS, iou_types=("bbox", "segm") if with_masks else ("bbox",), img_size=img_size,
+        batch_size=batch_size, device=device, limit=limit,
+    )
+
+
+def predict(decoded: MaskDetections, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
+            class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
+    """Detection's dicts plus ``"mask"``: COCO RLE (``size`` ``[h, w]``, ``counts`` str) in original pixels."""
+    from lucidyolo.metrics.mask_assembly import encode_rle, masks_in_original
+
+    keep = decoded.rows[:, 4] >= max(conf, 1e-9)
+    kept = MaskDetections(decoded.rows[keep], decoded.coeffs[keep], decoded.protos)
+    rows = detect_hooks.predict(decoded=kept.rows, image_hw=image_hw, letterbox=letterbox, class_names=class_names,
+                                conf=conf)
+    masks = masks_in_original(kept, letterbox, image_hw)  # (N, h, w) bool, rows in order
+    for row, rle in zip(rows, encode_rle(masks), strict=True):
+        row["mask"] = rle
+    return rows
+
+
+def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
+    """Filled translucent masks with their outlines under detection's boxes and captions."""
+    from lucidyolo.predict.draw import draw_masks
+
+    return draw_masks(image, predictions, class_names)
+
+
+def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
+    """Detection rows as for det, plus the prototypes and the assembled masks of the compared rows."""
+    from lucidyolo.export.onnx import mask_parity
+
+    return mask_parity(deployed, onnx_path, images)

@@ -1,0 +1,83 @@
+"""The segmentation model: coefficient stems, prototypes, the training-only semantic head, decode and deploy."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lucidyolo.tasks import segment_hooks
+from lucidyolo.tasks.segment import SegmentModelConfig
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return segment_hooks.build_model(SegmentModelConfig(variant="n"), num_classes=3).eval()
+
+
+def test_outputs_and_shapes(model):
+    x = torch.rand(2, 3, 128, 96)
+    out = model(x)
+    a = (16 * 12) + (8 * 6) + (4 * 3)
+    for branch in ("o2m", "o2o"):
+        assert out[branch]["coeffs"].shape == (2, a, 32)
+        assert out[branch]["coeffs"].abs().max() <= 1.0  # tanh
+    assert out["protos"].shape == (2, 32, 32, 24)  # stride 4
+    assert out["semantic"].shape == (2, 3, 16, 12)  # stride 8, one map per class
+
+
+def test_decode_gathers_the_kept_rows_coefficients(model):
+    out = model(torch.rand(1, 3, 64, 64))
+    for path, branch in (("e2e", "o2o"), ("nms", "o2m")):
+        det = segment_hooks.decode(out, path)
+        assert det.rows.shape == (1, 300, 6) and det.coeffs.shape == (1, 300, 32)
+        assert det.protos is out["protos"]
+        # A row's coefficients are those of the anchor whose box it carries.
+        from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+        boxes = ltrb_to_xyxy(out[branch]["boxes"], out["anchors"], out["strides"])[0]  # (A, 4)
+        valid = det.rows[0, :, 4] > 0
+        for k in torch.nonzero(valid).flatten()[:5].tolist():
+            anchor = (boxes - det.rows[0, k, :4]).abs().sum(-1).argmin()
+            assert torch.allclose(det.coeffs[0, k], out[branch]["coeffs"][0, anchor])
+        assert torch.all(det.coeffs[0, ~valid] == 0)  # padding rows carry no coefficients
+        one = det[0]
+        assert one.rows.shape == (300, 6) and one.protos.shape == (32, 16, 16)
+
+
+def test_deploy_keeps_prototypes_and_drops_the_semantic_head(model):
+    deployed = segment_hooks.deploy(model)
+    assert deployed.output_names == ("detections", "coeffs", "protos")
+    assert deployed.extras["protos"].semantic is None
+    assert model.extras["protos"].semantic is not None  # the trained model is untouched
+    x = torch.rand(1, 3, 64, 64)
+    dets, coeffs, protos = deployed(x)
+    ref = segment_hooks.decode(model(x), "e2e")
+    assert torch.allclose(protos, ref.protos, atol=1e-4)  # BN folding only
+    assert torch.allclose(dets[..., :4], ref.rows[..., :4], atol=1e-3)
+    assert torch.allclose(coeffs, ref.coeffs, atol=1e-4)
+
+
+def test_every_parameter_gets_a_gradient_from_the_objective():
+    """The mask terms reach the coefficient stems of both branches, the prototypes and the semantic head."""
+    torch.manual_seed(0)
+    cfg = SegmentModelConfig(variant="n")
+    model = segment_hooks.build_model(cfg, num_classes=2).train()
+    criterion = segment_hooks.build_criterion(cfg, num_classes=2)
+    x = torch.rand(2, 3, 64, 64)
+    square = torch.tensor([[8.0, 8.0], [40.0, 8.0], [40.0, 40.0], [8.0, 40.0]])
+    tri = torch.tensor([[20.0, 30.0], [60.0, 60.0], [20.0, 60.0]])
+    gt = {
+        "boxes": torch.tensor([[[8.0, 8.0, 40.0, 40.0]], [[20.0, 30.0, 60.0, 60.0]]]),
+        "labels": torch.tensor([[0], [1]]),
+        "mask": torch.tensor([[True], [True]]),
+        "poly_points": torch.cat([square, tri]),
+        "poly_ring_lengths": torch.tensor([4, 3]),
+        "poly_ring_image": torch.tensor([0, 1]),
+        "poly_ring_slot": torch.tensor([0, 0]),
+    }
+    total, terms = criterion(model(x), gt, 0.5)
+    assert terms["mask"] > 0 and terms["semantic"] > 0
+    total.backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    assert not missing, missing[:10]
