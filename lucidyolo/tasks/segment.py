@@ -64,6 +64,9 @@ SPEC = TaskSpec(
         metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",
         floor=0.70,
         score=lazy_hook(f"{_HOOKS}:gate_score"),
+        # 32 training images x 100 epochs (400 steps): 0.926 in 307 s on 2 cores; 60 epochs gave 0.31.
+        images=40,
+        epochs=100,
     ),
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
