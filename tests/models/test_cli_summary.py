@@ -40,3 +40,13 @@ def test_module_import_does_not_import_torch() -> None:
     code = "import sys, lucidyolo.cli.model; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_summary_of_the_seg_task_counts_prototypes_in_the_deployed_graph() -> None:
+    result = runner.invoke(app, ["summary", "--variant", "n", "--task", "segment", "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["task"] == "seg" and info["model"] == "yolo26n"
+    assert 2.597e6 <= info["params"] <= 2.805e6  # the paper's 2.7 M, rounding and +-2 %
+    assert 8.50 <= info["gflops"] <= 9.50  # the paper's 9.0, rounding and +-5 %
+    assert info["params_deploy"] < info["params"]
