@@ -44,7 +44,7 @@ def test_samples_and_epochs_draw_different_augmentation_streams(tmp_path):
     # a new epoch gives every sample a new stream
     assert all(not torch.equal(a.hsv_gains, b.hsv_gains) for a, b in zip(e0, e1, strict=True))
     # the packed batch keeps its tensor count across real worker transport
-    assert {b.num_tensors for b in e0 + e1} == {10}
+    assert {b.num_tensors for b in e0 + e1} == {11}  # 6 + 3 polygon tensors + crowd flags + gains
 
 
 def test_the_epoch_set_after_iter_decides_the_batches(tmp_path):

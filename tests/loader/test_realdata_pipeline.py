@@ -40,7 +40,7 @@ def test_real_coco_loader_with_workers_and_val_inverse(coco128):
     loader = build_train_loader(TrainDataset(coco128, 320, "s", seed=0), 4, get_task("seg").fields, num_workers=2)
     it = iter(loader)
     batches = [next(it) for _ in range(2)]
-    assert {b.num_tensors for b in batches} == {9}
+    assert {b.num_tensors for b in batches} == {10}  # 6 + 3 polygon tensors + crowd flags
     images, gt, _ = unpack(batches[0])
     assert images.shape == (4, 3, 320, 320) and gt["mask"].sum() == batches[0].counts.sum()
     v = ValDataset(coco128, 320)[0]
