@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import socket
 from typing import Any
 
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from lucidyolo.metrics.coco_eval import evaluate_coco
 from lucidyolo.metrics.epoch_map import EpochMAP
+from tests.gloo_ranks import run_ranks
 
 NUM_CLASSES = 3
 
@@ -144,48 +141,32 @@ def test_update_then_forward_accumulates_like_two_updates():
     assert via_forward.last_result.num_images == 2 * batches[0]["dets"].shape[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _scores(metric: EpochMAP) -> dict[str, float]:
+    return {k: v.item() for k, v in metric.compute().items()}
 
 
-def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
-        batches = make_batches(4)
-        split = EpochMAP(num_classes=NUM_CLASSES)
-        mine = batches[:2] if rank == 0 else batches[2:]
-        for batch in mine:
-            split.update(**batch)
-        if rank == 1:  # the sampler's padding repeats an image rank 0 already scored
-            split.update(**{k: v[:1] for k, v in batches[0].items()})
-        one_sided = EpochMAP(num_classes=NUM_CLASSES)  # rank 1 never updates
-        if rank == 0:
-            for batch in batches:
-                one_sided.update(**batch)
-        res = {
-            "split": {k: v.item() for k, v in split.compute().items()},
-            "one_sided": {k: v.item() for k, v in one_sided.compute().items()},
-        }
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(res, f)
-    finally:
-        dist.destroy_process_group()
+def _rank_body(rank: int) -> dict:
+    batches = make_batches(4)
+    split = EpochMAP(num_classes=NUM_CLASSES)
+    for batch in batches[:2] if rank == 0 else batches[2:]:
+        split.update(**batch)
+    if rank == 1:  # the sampler's padding repeats an image rank 0 already scored
+        split.update(**{k: v[:1] for k, v in batches[0].items()})
+    one_sided = EpochMAP(num_classes=NUM_CLASSES)  # rank 1 never updates
+    if rank == 0:
+        for batch in batches:
+            one_sided.update(**batch)
+    return {"split": _scores(split), "one_sided": _scores(one_sided)}
 
 
 @pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs the fork start method")
 def test_two_process_gloo_sync_equals_single_process(tmp_path):
-    # fork: the children inherit the imports (spawn re-imports torch + pycocotools: ~15 s here)
-    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork")
+    results = run_ranks(_rank_body, 2, tmp_path)
     single = EpochMAP(num_classes=NUM_CLASSES)
     for batch in make_batches(4):
         single.update(**batch)
-    expected = {k: v.item() for k, v in single.compute().items()}
+    expected = _scores(single)
     assert expected["mAP50-95"] > 0.1
-    for rank in (0, 1):
-        res = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for res in results:
         assert res["split"] == pytest.approx(expected, abs=0)
         assert res["one_sided"] == pytest.approx(expected, abs=0)

@@ -5,14 +5,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import socket
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
@@ -23,6 +20,7 @@ from lucidyolo.metrics.mapping import clip_to_image
 from lucidyolo.metrics.mask_assembly import masks_in_input
 from lucidyolo.metrics.segm_epoch_map import SegmEpochMAP, pack_bytes, top_per_class, unpack_bytes
 from lucidyolo.structures.mask_detections import MaskDetections
+from tests.gloo_ranks import run_ranks
 
 # pycocotools' single-RLE decode (used by the tests only) trips a numpy 2 deprecation
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
@@ -361,47 +359,33 @@ def test_byte_packing_round_trips():
     assert unpack_bytes(*pack_bytes([])) == []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _scores(metric: SegmEpochMAP) -> dict[str, float]:
+    return {k: v.item() for k, v in metric.compute().items()}
 
 
-def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
-        batches = make_batches(3)
-        split = SegmEpochMAP(num_classes=NUM_CLASSES)
-        for batch in batches[:1] if rank == 0 else batches[1:]:
-            split.update(*batch)
-        if rank == 1:  # the sampler's padding repeats an image rank 0 already scored
-            mt = batches[0][2]
-            split.update(*make_batch(*random_case(77, b=1), index=[int(mt["index"][0])], k=10))
-        one_sided = SegmEpochMAP(num_classes=NUM_CLASSES)  # rank 1 never updates
-        if rank == 0:
-            for batch in batches:
-                one_sided.update(*batch)
-        res = {
-            "split": {k: v.item() for k, v in split.compute().items()},
-            "one_sided": {k: v.item() for k, v in one_sided.compute().items()},
-        }
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(res, f)
-    finally:
-        dist.destroy_process_group()
+def _rank_body(rank: int) -> dict:
+    batches = make_batches(3)
+    split = SegmEpochMAP(num_classes=NUM_CLASSES)
+    for batch in batches[:1] if rank == 0 else batches[1:]:
+        split.update(*batch)
+    if rank == 1:  # the sampler's padding repeats an image rank 0 already scored
+        mt = batches[0][2]
+        split.update(*make_batch(*random_case(77, b=1), index=[int(mt["index"][0])], k=10))
+    one_sided = SegmEpochMAP(num_classes=NUM_CLASSES)  # rank 1 never updates
+    if rank == 0:
+        for batch in batches:
+            one_sided.update(*batch)
+    return {"split": _scores(split), "one_sided": _scores(one_sided)}
 
 
 @pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs the fork start method")
 def test_two_process_gloo_sync_equals_single_process(tmp_path):
-    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork")
+    results = run_ranks(_rank_body, 2, tmp_path)
     single = SegmEpochMAP(num_classes=NUM_CLASSES)
     for batch in make_batches(3):
         single.update(*batch)
-    expected = {k: v.item() for k, v in single.compute().items()}
+    expected = _scores(single)
     assert expected["segm_mAP50-95"] > 0.05
-    for rank in (0, 1):
-        res = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for res in results:
         assert res["split"] == pytest.approx(expected, abs=0)
         assert res["one_sided"] == pytest.approx(expected, abs=0)
