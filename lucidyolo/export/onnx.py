@@ -113,6 +113,13 @@ def onnx_parity(
         ``{"rows": compared rows, "matched": rows with a candidate, "classes_equal": bool,
         "max_box_diff": px, "max_box_diff_norm": px / max(H, W), "max_score_diff": float, "in_place": rows equal at the same position}``.
     """
+    with torch.no_grad():
+        expected = deployed(images).float().cpu()  # (B, k, 6)
+    return compare_detections(expected, run_onnx(path, images)[0], images, min_score, score_tol)
+
+
+def run_onnx(path: str | Path, images: Tensor) -> list[Tensor]:
+    """Every output of the ONNX file on ``images`` through onnxruntime (CPU), in graph order."""
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -120,9 +127,21 @@ def onnx_parity(
             "onnxruntime is not installed.", fix='install the extra: pip install "lucidyolo[onnx]"'
         ) from err
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    with torch.no_grad():
-        expected = deployed(images).float().cpu()  # (B, k, 6)
-    got = torch.from_numpy(session.run(None, {INPUT_NAME: images.float().cpu().numpy()})[0])
+    return [torch.from_numpy(a) for a in session.run(None, {INPUT_NAME: images.float().cpu().numpy()})]
+
+
+def detections_pass(parity: dict) -> bool:
+    """The acceptance rule of ``--check`` on :func:`onnx_parity`'s detection-row comparison."""
+    return bool(
+        parity["classes_equal"] and parity["matched"] == parity["rows"]
+        and parity["max_box_diff_norm"] <= PARITY_BOX_TOL and parity["sorted_score_diff"] <= 1e-4
+    )
+
+
+def compare_detections(
+    expected: Tensor, got: Tensor, images: Tensor, min_score: float = 1e-3, score_tol: float = 1e-4
+) -> dict:
+    """:func:`onnx_parity`'s comparison of PyTorch rows ``expected`` with onnxruntime rows ``got`` (both ``(B, k, 6)``)."""
     # Rows scored within score_tol of the last kept row sit on the top-k boundary: which of those
     # near-tied anchors make the cut legitimately differs between runtimes, so they are not compared.
     boundary = expected[..., -1:, 4] + score_tol  # (B, 1); 0 + tol when the output has padding
@@ -153,17 +172,6 @@ def onnx_parity(
     }
 
 
-class _FirstOutput(nn.Module):
-    """The detections output of a multi-output deployed graph (what :func:`onnx_parity` compares)."""
-
-    def __init__(self, deployed: nn.Module) -> None:
-        super().__init__()
-        self.deployed = deployed
-
-    def forward(self, images: Tensor) -> Tensor:
-        return self.deployed(images)[0]
-
-
 MASK_PARITY_IOU = 0.99
 """Smallest mask IoU between onnxruntime and PyTorch accepted for a compared row."""
 
@@ -177,16 +185,13 @@ def mask_parity(deployed: nn.Module, path: str | Path, images: Tensor) -> dict:
         :func:`onnx_parity`'s dict plus ``max_proto_diff``, ``mask_rows``, ``min_mask_iou``,
         ``passed`` and ``summary``.
     """
-    import onnxruntime as ort
-
     from lucidyolo.metrics.mask_assembly import masks_in_input
     from lucidyolo.structures.mask_detections import MaskDetections
 
-    parity = onnx_parity(_FirstOutput(deployed), path, images)
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = [torch.from_numpy(a) for a in session.run(None, {INPUT_NAME: images.float().cpu().numpy()})]
+    got = run_onnx(path, images)
     with torch.no_grad():
         expected = [t.float().cpu() for t in deployed(images)]
+    parity = compare_detections(expected[0], got[0], images)
     max_proto = float((expected[2] - got[2]).abs().max())
     h, w = images.shape[2:]
     ious: list[float] = []
@@ -200,10 +205,7 @@ def mask_parity(deployed: nn.Module, path: str | Path, images: Tensor) -> dict:
         union = (a | b).reshape(a.shape[0], -1).sum(1)
         ious += [1.0 if u == 0 else float(n) / float(u) for n, u in zip(inter, union, strict=True)]
     min_iou = min(ious) if ious else 1.0
-    boxes_ok = (
-        parity["classes_equal"] and parity["matched"] == parity["rows"]
-        and parity["max_box_diff_norm"] <= PARITY_BOX_TOL and parity["sorted_score_diff"] <= 1e-4
-    )
+    boxes_ok = detections_pass(parity)
     scale = float(expected[2].abs().max()) + 1.0
     ok = boxes_ok and max_proto <= 1e-4 * scale and min_iou >= MASK_PARITY_IOU
     summary = (

@@ -155,13 +155,10 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """onnxruntime against PyTorch on ``images``: rows matched, classes equal, box and score gaps."""
-    from lucidyolo.export.onnx import PARITY_BOX_TOL, onnx_parity
+    from lucidyolo.export.onnx import detections_pass, onnx_parity
 
     parity = onnx_parity(deployed, onnx_path, images)
-    ok = (
-        parity["classes_equal"] and parity["matched"] == parity["rows"]
-        and parity["max_box_diff_norm"] <= PARITY_BOX_TOL and parity["sorted_score_diff"] <= 1e-4
-    )
+    ok = detections_pass(parity)
     summary = (
         f"{parity['matched']}/{parity['rows']} rows matched, classes equal {parity['classes_equal']}, max box diff "
         f"{parity['max_box_diff']:.2e} px ({parity['max_box_diff_norm']:.1e} of the side), max score diff "
