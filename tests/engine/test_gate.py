@@ -12,10 +12,10 @@ def test_gate_for_a_task_without_a_training_path_exits_2(lucid):
     assert r.returncode == 2 and "is not available" in r.stderr and "Traceback" not in r.stderr
 
 
-# Gate wall times measured on the 2-core CPU (README, Measured): det 676-908 s on a
-# CPU shared with other jobs, seg 307 s. run_lucid's default 600 s limit would kill a
-# passing det run; the limits leave room for a busier box and still stop a hung run.
-GATES = [("det", 0.95, 1020), ("segment", 0.70, 720)]
+# Gate wall times measured on the 2-core CPU (README, Measured): det ~290 s, seg 307 s
+# alone; the suite runs two at once on 2 cores, and CI's machine is slower still
+# (the det gate once took over 1020 s there). The limits stop a hung run, nothing more.
+GATES = [("det", 0.95, 1200), ("segment", 0.70, 1200)]
 
 
 @pytest.mark.slow
