@@ -180,10 +180,46 @@ def _per_class(e: COCOeval, coco_gt: COCO) -> list[ClassAP]:
     return out
 
 
+def _keypoint_sigmas(
+    gt: dict[str, Any],
+    detections: Sequence[dict[str, Any]],
+    iou_type: str,
+    kpt_oks_sigmas: Sequence[float] | np.ndarray | None,
+) -> np.ndarray | None:
+    """The sigmas to set on COCOeval (``None``: leave its default), checked against the data's K."""
+    if _STAT_NAMES.get(iou_type) is not KEYPOINT_STAT_NAMES:  # only OKS has sigmas
+        if kpt_oks_sigmas is not None:
+            raise ValueError(f"kpt_oks_sigmas only applies to iou_type='keypoints', got {iou_type!r}")
+        return None
+    # K of every keypoint list, results and ground truth alike: computeOks broadcasts
+    # them against the sigmas and would fail (or silently misread) on a mismatch
+    lengths = {len(d["keypoints"]) for d in detections if "keypoints" in d}
+    lengths |= {len(a["keypoints"]) for a in gt.get("annotations", []) if "keypoints" in a}
+    if any(n % 3 for n in lengths):
+        raise ValueError(f"keypoints must be flat [x, y, v] triples, got list lengths {sorted(lengths)}")
+    ks = sorted(n // 3 for n in lengths)
+    if len(ks) > 1:
+        raise ValueError(f"keypoint lists hold different numbers of points: K in {ks}")
+    if kpt_oks_sigmas is None:
+        if ks and ks[0] != 17:
+            raise ValueError(
+                f"the data has K={ks[0]} keypoints but no kpt_oks_sigmas were given; pycocotools' default "
+                "sigmas are COCO's 17 person points: pass one sigma per keypoint"
+            )
+        return None
+    sigmas = np.asarray(kpt_oks_sigmas, dtype=np.float64).reshape(-1)
+    if ks and sigmas.size != ks[0]:
+        raise ValueError(f"kpt_oks_sigmas has {sigmas.size} values but the keypoints have K={ks[0]}")
+    if sigmas.size == 0 or not np.all(np.isfinite(sigmas)) or np.any(sigmas <= 0):
+        raise ValueError("kpt_oks_sigmas must be positive and finite")
+    return sigmas
+
+
 def evaluate_coco(
     gt: dict[str, Any],
     detections: Sequence[dict[str, Any]],
     iou_type: str = "bbox",
+    kpt_oks_sigmas: Sequence[float] | np.ndarray | None = None,
 ) -> CocoResult:
     """Score detections against COCO ground truth with pycocotools.
 
@@ -197,17 +233,24 @@ def evaluate_coco(
             ``counts`` as str); ``keypoints`` adds ``keypoints`` (``3K`` floats).
             Not modified.
         iou_type: ``"bbox"``, ``"segm"`` or ``"keypoints"``.
+        kpt_oks_sigmas: ``keypoints`` only: the ``K`` per-point OKS sigmas
+            (``COCOeval.params.kpt_oks_sigmas``); ``None`` keeps pycocotools'
+            17 COCO person sigmas, which only fit ``K == 17``. Its length must
+            be the ``K`` of the detections and ground truth.
 
     Returns:
         The 12 (10 for keypoints) named stats, per-class AP, timings and the
         captured pycocotools log.
 
     Raises:
-        ValueError: unknown ``iou_type``, malformed ground truth, or detections
-            on image / category ids the ground truth does not contain.
+        ValueError: unknown ``iou_type``, malformed ground truth, detections
+            on image / category ids the ground truth does not contain, or
+            (keypoints) sigmas given for another IoU type, keypoint lists of
+            mixed length, or sigmas whose count is not their ``K``.
     """
     if iou_type not in _STAT_NAMES:
         raise ValueError(f"iou_type must be one of {sorted(_STAT_NAMES)}, got {iou_type!r}")
+    sigmas = _keypoint_sigmas(gt, detections, iou_type, kpt_oks_sigmas)
     timings: dict[str, float] = {}
     buf = io.StringIO()
     t_start = time.perf_counter()
@@ -220,6 +263,8 @@ def evaluate_coco(
         coco_dt = _load_results(coco_gt, detections)
         timings["load_results"] = time.perf_counter() - t
         e = COCOeval(coco_gt, coco_dt, iouType=iou_type)
+        if sigmas is not None:
+            e.params.kpt_oks_sigmas = sigmas
         for step in ("evaluate", "accumulate", "summarize"):
             t = time.perf_counter()
             getattr(e, step)()
