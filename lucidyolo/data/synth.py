@@ -42,7 +42,6 @@ _SKELETON = [(0, 7), (1, 7), (2, 7), (3, 7), (4, 7), (3, 5), (4, 6)]  # 7 = body
 _HUES = np.array([[220, 40, 40], [40, 190, 60], [40, 80, 230], [235, 210, 40]], np.float64)
 _OBB_ASPECT = [3.5, 2.2, 1.3, 2.8]
 _FORMATS = ("coco", "yolo")
-_TASKS = ("det", "seg", "obb", "pose")
 _MARKER = ".lucid_synth.json"
 
 

@@ -63,14 +63,15 @@ def run_predict(
             decoded = spec.decode(model(x), decoder)[0].cpu()
             h, w = image.shape[:2]
             rows = spec.predict(
-                decoded=decoded, image_hw=(h, w), letterbox=(lb.scale, lb.pad_x, lb.pad_y), class_names=names, conf=conf
+                decoded=decoded, image_hw=(h, w), letterbox=(lb.scale, lb.pad_x, lb.pad_y), class_names=names, conf=conf,
+                meta=restored.dataset_meta,
             )
             if on_image is not None:
                 on_image(f, rows)
             results.append({"image": str(f), "height": h, "width": w, "predictions": rows})
             if save is not None:
                 assert spec.draw is not None
-                spec.draw(image=image, predictions=rows, class_names=names).save(save / f"{f.stem}.jpg", quality=92)
+                spec.draw(image=image, predictions=rows, class_names=names, meta=restored.dataset_meta).save(save / f"{f.stem}.jpg", quality=92)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,

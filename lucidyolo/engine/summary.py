@@ -28,7 +28,7 @@ def task_model_summary(task: str, variant: str, num_classes: int, img_size: int)
         ) from None
     build = spec.build_model
     info = model_summary(
-        variant, num_classes, img_size, build=lambda: build(cfg=cfg, num_classes=num_classes, meta={})
+        variant, num_classes, img_size, build=lambda: build(cfg=cfg, num_classes=num_classes, meta=dict(spec.reference_meta))
     )
     info["task"] = spec.name
     return info

@@ -169,7 +169,8 @@ class TrainingSystem(pl.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         lr = self.effective_lr()
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        # The objective may own trained parameters too (a keypoint flow): they step with the model.
+        params = [p for m in (self.model, self.criterion) for p in m.parameters() if p.requires_grad]
         if self.optimizer_name == "musgd":
             opt: torch.optim.Optimizer = MuSGD(params, lr=lr, momentum=self.momentum, weight_decay=self.weight_decay)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 
 from torch import Tensor, nn
 
@@ -29,10 +30,17 @@ class DeployModel(nn.Module):
         strides: stride of each level.
         k: rows of the top-k decode.
         extras: the model's task modules (already copies, training-only submodules removed).
+        decode_stems: ``decode_stems(raw) -> {name: (B, A, *shape)}``, the per-anchor
+            outputs to gather instead of the raw task stems (keypoints decoded to
+            pixels from their offsets, anchors and strides); ``raw`` is
+            :meth:`forward_raw`'s dict. ``None``: the task stems as they are.
+        stem_outputs: the names ``decode_stems`` returns, in output order.
     """
 
     def __init__(self, backbone: nn.Module, neck: nn.Module, branch: nn.Module, strides: tuple[int, ...], k: int = 300,
-                 extras: nn.ModuleDict | None = None) -> None:
+                 extras: nn.ModuleDict | None = None,
+                 decode_stems: Callable[[Mapping[str, Tensor]], Mapping[str, Tensor]] | None = None,
+                 stem_outputs: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.backbone = backbone
         self.neck = neck
@@ -42,6 +50,10 @@ class DeployModel(nn.Module):
         self.k = k
         self.anchor_cache = AnchorCache(self.strides)
         self.fixed_size: tuple[int, int] | None = None
+        if (decode_stems is None) != (not stem_outputs):
+            raise ValueError("decode_stems and stem_outputs go together")
+        self.decode_stems = decode_stems
+        self.stem_outputs = tuple(stem_outputs)
 
     def bake_anchors(self, height: int, width: int) -> None:
         """Store anchors for one input size as buffers so an exported graph holds them as constants."""
@@ -66,8 +78,8 @@ class DeployModel(nn.Module):
 
     @property
     def stem_names(self) -> tuple[str, ...]:
-        """The o2o outputs beyond boxes and logits (task stems), in head order."""
-        return tuple(n for n in self.branch.stems if n not in ("boxes", "logits"))
+        """The gathered per-anchor outputs: :attr:`stem_outputs`, else the o2o task stems in head order."""
+        return self.stem_outputs or tuple(n for n in self.branch.stems if n not in ("boxes", "logits"))
 
     @property
     def extra_names(self) -> tuple[str, ...]:
@@ -88,16 +100,19 @@ class DeployModel(nn.Module):
             return dets
         valid = (index >= 0).unsqueeze(-1)  # (B, k, 1)
         safe = index.clamp(min=0)
+        per_anchor = raw if self.decode_stems is None else self.decode_stems(raw)
         stems = []
         for name in self.stem_names:
-            value = raw[name]  # (B, A, *shape)
+            value = per_anchor[name]  # (B, A, *shape)
             flat = value.flatten(2)
             picked = flat.gather(1, safe.unsqueeze(-1).expand(-1, -1, flat.shape[-1])) * valid
             stems.append(picked.reshape(*index.shape, *value.shape[2:]))
         return (dets, *stems, *(raw[name] for name in self.extra_names))
 
 
-def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
+def make_deploy_model(model: YOLO26, k: int = 300,
+                      decode_stems: Callable[[Mapping[str, Tensor]], Mapping[str, Tensor]] | None = None,
+                      stem_outputs: tuple[str, ...] = ()) -> DeployModel:
     """Copy the trunk and o2o branch of ``model``, fold BatchNorm, and return an eval-mode :class:`DeployModel`.
 
     The original model is not modified.
@@ -105,6 +120,7 @@ def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
     Args:
         model: a trained (or freshly built) YOLO26.
         k: rows of the top-k decode.
+        decode_stems, stem_outputs: see :class:`DeployModel`.
     """
     backbone = copy.deepcopy(model.backbone)
     neck = copy.deepcopy(model.neck)
@@ -113,7 +129,8 @@ def make_deploy_model(model: YOLO26, k: int = 300) -> DeployModel:
     for module in extras.values():
         for name in getattr(module, "train_only", ()):
             setattr(module, name, None)
-    deployed = DeployModel(backbone, neck, branch, model.strides, k=k, extras=extras)
+    deployed = DeployModel(backbone, neck, branch, model.strides, k=k, extras=extras, decode_stems=decode_stems,
+                           stem_outputs=stem_outputs)
     deployed.eval()  # BN folding uses running statistics
     fold_batchnorm(deployed)
     deployed.requires_grad_(False)

@@ -33,6 +33,9 @@ class StemSpec:
         min_hidden: lower bound of the hidden width.
         bias_init: constant initial bias of the final conv.
         activation: ``None`` or ``"tanh"`` applied to the output (seg coefficients).
+        level_widths: per-level multipliers of the hidden width (finest level
+            first; empty: the same width at every level). A stem whose cost
+            should sit at the fine levels (keypoints) narrows the coarse ones.
     """
 
     name: str
@@ -41,6 +44,17 @@ class StemSpec:
     min_hidden: int = 16
     bias_init: float = 0.0
     activation: str | None = None
+    level_widths: tuple[float, ...] = ()
+
+    def hidden(self, in_channels: Sequence[int]) -> list[int]:
+        """Hidden width of each level's tower."""
+        # One base width for every level, from the finest level's channels (see
+        # docs/decisions/model.md: this is what puts n/s/m on the paper's budget).
+        base = max(self.min_hidden, in_channels[0] // self.hidden_div)
+        factors = self.level_widths or (1.0,) * len(in_channels)
+        if len(factors) != len(in_channels):
+            raise ValueError(f"stem {self.name!r}: {len(factors)} level widths for {len(in_channels)} levels")
+        return [max(1, int(base * f)) for f in factors]
 
     @property
     def out_channels(self) -> int:
@@ -74,10 +88,7 @@ class StemTower(nn.Module):
         super().__init__()
         self.spec = spec
         towers = []
-        # One hidden width for every level, from the finest level's channels (see
-        # docs/decisions/model.md: this is what puts n/s/m on the paper's budget).
-        hidden = max(spec.min_hidden, in_channels[0] // spec.hidden_div)
-        for c in in_channels:
+        for c, hidden in zip(in_channels, spec.hidden(in_channels), strict=True):
             final = nn.Conv2d(hidden, spec.out_channels, 1)
             nn.init.constant_(final.bias, spec.bias_init)
             towers.append(

@@ -67,3 +67,50 @@ def draw_masks(image: np.ndarray, predictions: Sequence[dict], names: Sequence[s
     scores = np.array([p["score"] for p in predictions], dtype=np.float64)
     labels = np.array([p["label"] for p in predictions], dtype=np.int64)
     return draw_boxes(blended, boxes, scores, labels, names)
+
+
+SIDE_COLOURS = {"left": (40, 120, 255), "right": (255, 140, 30), "centre": (255, 255, 255)}
+"""Point colours by body side: a viewer reads a skeleton's orientation (and a left/right swap) at a glance."""
+
+COCO_PERSON_SKELETON = (
+    (15, 13), (13, 11), (16, 14), (14, 12), (11, 12), (5, 11), (6, 12), (5, 6), (5, 7), (6, 8), (7, 9), (8, 10),
+    (1, 2), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 6),
+)  # fmt: skip
+"""The limbs of COCO's 17-point person schema (``skeleton`` of its person category, 0-based)."""
+
+
+def keypoint_sides(k: int, flip_idx: Sequence[int] | None) -> list[str]:
+    """``left``, ``right`` or ``centre`` per point from the flip permutation.
+
+    A point its own mirror is ``centre``; of a mirrored pair the lower index is
+    ``left`` (COCO lists ``left_*`` before ``right_*``, as do the synthetic
+    symbols). Without ``flip_idx`` every point is ``centre``.
+    """
+    if flip_idx is None or len(flip_idx) != k:
+        return ["centre"] * k
+    return ["centre" if j == i else ("left" if i < j else "right") for i, j in enumerate(flip_idx)]
+
+
+def draw_keypoints(image: np.ndarray, points: np.ndarray, flip_idx: Sequence[int] | None = None,
+                   threshold: float = 0.5) -> Image.Image:
+    """Skeletons on an ``(H, W, 3)`` uint8 image: ``points (N, K, 3)`` ``[x, y, confidence]`` in image pixels.
+
+    Points below ``threshold`` are not drawn, nor are limbs touching them; limbs
+    are drawn for the 17-point COCO person schema (other schemas publish none).
+    """
+    out = Image.fromarray(image)
+    draw = ImageDraw.Draw(out)
+    n, k = points.shape[:2] if points.ndim == 3 else (0, 0)
+    sides = keypoint_sides(k, flip_idx)
+    radius = max(2, round(max(image.shape[:2]) / 200))
+    limbs = COCO_PERSON_SKELETON if k == 17 else ()
+    for inst in points.reshape(n, k, 3):
+        shown = inst[:, 2] >= threshold
+        for a, b in limbs:
+            if shown[a] and shown[b]:
+                draw.line([tuple(inst[a, :2]), tuple(inst[b, :2])], fill=SIDE_COLOURS[sides[b]], width=radius)
+        for (x, y, _), side, on in zip(inst.tolist(), sides, shown.tolist(), strict=True):
+            if on:
+                draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=SIDE_COLOURS[side],
+                             outline=(0, 0, 0))
+    return out

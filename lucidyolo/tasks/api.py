@@ -239,7 +239,9 @@ class TaskSpec:
     gets neither ``--config`` nor a dataset root. ``fields`` are the per-instance
     fields the task reads beyond ``boxes``, ``labels`` and ``difficult``
     (``polygons``, ``rboxes``, ``keypoints`` + ``visibility``, or a plugin's own);
-    ``meta_keys`` the dataset meta it needs (saved in checkpoints). ``eval_img_size``
+    ``meta_keys`` the dataset meta it needs (saved in checkpoints);
+    ``reference_meta`` the meta that builds a model without a dataset (``lucid
+    model summary``: the size the paper reports, e.g. 17 keypoints). ``eval_img_size``
     and ``eval_batch_size`` are ``lucid eval``'s defaults. ``presets_package``
     names an importable package whose ``presets/`` folder holds the task's own
     YAML presets (found by bare name like the packaged ones). See the module
@@ -256,6 +258,7 @@ class TaskSpec:
     api_version: Any = PLUGIN_API_VERSION
     fields: tuple[str, ...] = ()
     meta_keys: tuple[str, ...] = ()
+    reference_meta: Mapping[str, Any] = field(default_factory=dict)
     loss_terms: tuple[str, ...] = ()
     metrics: MetricSpec = field(default_factory=MetricSpec)
     eval_img_size: int = 640

@@ -1,36 +1,80 @@
-"""The built-in keypoint task (``pose``, alias ``keypoints``).
+"""The built-in keypoint task (``keypoints``, alias ``pose``).
 
-Declares ``multi_device=False`` (its OKS AP is computed from per-split lists
-that nothing gathers across ranks) and requires ``model.num_keypoints``.
+Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
+:mod:`lucidyolo.tasks.keypoints_hooks`. Detection plus, per anchor and branch,
+``K`` point offsets and ``K x 2`` scales trained by residual log-likelihood
+estimation. Declares ``multi_device=False``: its OKS AP is computed from
+per-split lists that nothing gathers across ranks.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import (
+    ExportSpec,
+    GateSpec,
+    MetricSpec,
+    TaskCapabilities,
+    TaskSpec,
+    lazy_hook,
+)
 
 
-class PoseModelConfig(ModelConfig):
-    """Keypoint options; ``num_keypoints`` has no default on purpose."""
+class KeypointModelConfig(ModelConfig):
+    """Keypoint options (spec 30-objective, pose terms)."""
 
-    task: str = "pose"
-    num_keypoints: int = Field(..., gt=0, description="K, points per instance (17 for COCO persons)")
+    task: str = "keypoints"
+    num_keypoints: Annotated[int, Field(gt=0)] | Literal["auto"] = Field(
+        "auto", description="K, points per instance: 'auto' reads the dataset (kpt_shape, COCO keypoint names)"
+    )
     keypoint_loss: Literal["rle", "laplace_nll"] = "rle"
     keypoint_gain: float = Field(1.0, ge=0)
     oks_gain: float = Field(0.0, ge=0)
 
 
+_HOOKS = "lucidyolo.tasks.keypoints_hooks"
+
 SPEC = TaskSpec(
-    name="pose",
-    aliases=("keypoints",),
+    name="keypoints",
+    aliases=("pose",),
     description="boxes + K keypoints per instance (COCO person_keypoints, YOLO pose roots)",
-    config_model=PoseModelConfig,
+    config_model=KeypointModelConfig,
     capabilities=TaskCapabilities(multi_device=False, export=True),
-    fields=("keypoints", "visibility"),
-    metrics=MetricSpec(keys=("val/oks_mAP",)),
     default_preset="pose_nano_smoke.yaml",
+    synthetic_preset="pose_nano_synthetic.yaml",
+    fields=("keypoints", "crowd"),
+    meta_keys=("num_keypoints", "flip_idx"),
+    reference_meta={"num_keypoints": 17},
+    loss_terms=("box", "cls", "l1", "kpt", "oks"),
+    metrics=MetricSpec(
+        keys=("val/oks_mAP",),
+        primary="val/oks_mAP",
+        columns={"val/oks_mAP": "metrics/mAP50-95(P)"},
+    ),
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    gate=GateSpec(
+        preset="pose_nano_overfit.yaml",
+        metric="OKS AP (train slice, e2e, 7-point symbol, uniform sigma 0.072)",
+        floor=0.30,
+        score=lazy_hook(f"{_HOOKS}:gate_score"),
+        images=40,
+        epochs=100,
+    ),
+    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
+    predict=lazy_hook(f"{_HOOKS}:predict"),
+    draw=lazy_hook(f"{_HOOKS}:draw"),
+    export=ExportSpec(
+        outputs=("detections", "keypoints"),
+        deploy=lazy_hook(f"{_HOOKS}:deploy"),
+        check=lazy_hook(f"{_HOOKS}:export_check"),
+    ),
 )

@@ -58,9 +58,15 @@ def test_builtin_single_device_tasks_refuse_multi_process(lucid):
     assert lucid("fit", "det", "--trainer.devices", "2", "--print-config").returncode == 0
 
 
-def test_pose_requires_num_keypoints(lucid):
-    r = lucid("fit", "keypoints")
-    assert r.returncode == 2 and "model.num_keypoints" in r.stderr
+def test_keypoints_refuses_a_num_keypoints_the_data_contradicts(lucid, tmp_path):
+    from lucidyolo.data.synth import write_synthetic
+
+    root = write_synthetic(tmp_path / "pose", ("keypoints",), 4, img_size=64, fmt="yolo")  # 7 points per symbol
+    r = lucid("fit", "pose", "--data-root", str(root), "--model.num_keypoints", "5", "--trainer.max_epochs", "1",
+              "--trainer.default_root_dir", str(tmp_path / "runs"), cwd=tmp_path)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "`model.num_keypoints` = 5" in r.stderr and "declares 7 keypoints" in r.stderr
+    assert "Traceback" not in r.stderr and not list(tmp_path.rglob("*.ckpt"))
 
 
 def test_config_for_another_task_is_refused(lucid):
@@ -81,7 +87,9 @@ def test_every_packaged_preset_resolves(lucid):
     for task, preset in [
         ("det", "det_nano_smoke.yaml"), ("det", "det_nano_overfit.yaml"), ("seg", "seg_nano_smoke.yaml"),
         ("seg", "seg_nano_overfit.yaml"), ("seg", "seg_nano_synthetic.yaml"),
-        ("obb", "obb_nano_smoke.yaml"), ("pose", "pose_nano_smoke.yaml"), ("pose", "pose_nano_smoke_laplace_nll.yaml"),
+        ("obb", "obb_nano_smoke.yaml"), ("keypoints", "pose_nano_smoke.yaml"),
+            ("keypoints", "pose_nano_smoke_laplace_nll.yaml"), ("keypoints", "pose_nano_overfit.yaml"),
+            ("keypoints", "pose_nano_synthetic.yaml"),
     ]:
         cfg = _config(lucid("fit", task, "--config", preset, "--print-config"))
         assert cfg["model"]["task"] == task and cfg["seed"] == 0 and cfg["trainer"]["deterministic"] is True

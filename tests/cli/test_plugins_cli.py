@@ -33,7 +33,7 @@ def _tasks(result) -> dict[str, dict]:
 
 def test_plugins_json_lists_each_builtin_task_once_with_versions(lucid):
     tasks = _tasks(lucid("plugins", "--json"))
-    for name in ("det", "seg", "obb", "pose"):
+    for name in ("det", "seg", "obb", "keypoints"):
         assert tasks[name]["status"] == "ok"
         assert tasks[name]["api_version"] == "2.0"
         assert tasks[name]["version"]

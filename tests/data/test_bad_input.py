@@ -129,12 +129,12 @@ def test_missing_root_is_a_user_error():
     assert r.returncode == 2 and "Traceback" not in r.stderr and "does not exist" in r.stderr
 
 
-@pytest.mark.parametrize("task", ["det", "pose"])
+@pytest.mark.parametrize("task", ["det", "keypoints"])
 def test_good_root_checks_ok_and_json_reports_counts(synth, task):
     r = run_data_cli("check", "--data-root", str(synth(task, "yolo")), "--json")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["ok"] and rep["task"] == task
     assert [s["images"] for s in rep["splits"]] == [8, 2]
-    assert rep["model.num_classes"] == (1 if task == "pose" else 4)
+    assert rep["model.num_classes"] == (1 if task == "keypoints" else 4)
     assert sum(rep["splits"][0]["instances_per_class"].values()) == rep["splits"][0]["instances"]

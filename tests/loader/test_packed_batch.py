@@ -54,7 +54,7 @@ def test_tensor_count_is_independent_of_batch_size_and_instance_count(task, gain
     layouts = [[0], [5], [0, 0, 0], [3, 0, 7, 1], [40] * 16, [0] * 16]
     seen = {collate_packed(_samples(task, c, seed=i, gains=gains), get_task(task).fields).num_tensors for i, c in enumerate(layouts)}
     assert len(seen) == 1
-    expected = 6 + {"det": 1, "seg": 4, "obb": 1, "pose": 2}[task] + int(gains)  # det, seg: crowd flags
+    expected = 6 + {"det": 1, "seg": 4, "obb": 1, "pose": 3}[task] + int(gains)  # det, seg, pose: crowd flags
     assert seen == {expected}
 
 

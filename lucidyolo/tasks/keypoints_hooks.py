@@ -1,0 +1,229 @@
+"""Hooks of the keypoint task (imported lazily by :mod:`lucidyolo.tasks.keypoints`; uses torch).
+
+Keypoints are detection plus two stems per anchor and branch: ``kpts (K, 2)`` raw
+offsets (point = anchor + raw * stride) and ``kpt_sigma (K, 2)`` raw scales
+(sigmoid), trained by :class:`~lucidyolo.losses.keypoint.KeypointTerm`. Decode and
+the deployed graph turn them into ``[x, y, confidence]`` per point
+(:func:`decode_keypoints`) gathered by the kept anchor index, so every consumer
+sees :class:`~lucidyolo.structures.keypoint_detections.KeypointDetections`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from lucidyolo.errors import ConfigError
+from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks import detect_hooks
+
+FIELDS: tuple[str, ...] = ("keypoints", "crowd")
+"""The K points and their visibility of every instance, and COCO crowd regions (ignored, scored as pycocotools does)."""
+
+STEM_MIN_HIDDEN = 200
+STEM_LEVEL_WIDTHS = (1.0, 0.5, 0.5)
+"""Hidden widths of the two keypoint stems: ``max(200, C3)`` at P3, half of it at P4 and P5.
+
+Keypoint stems put their cost at the fine level, where small instances' points
+are located; this is what puts all five variants on the paper's pose table
+(docs/decisions/keypoints.md has the measurements)."""
+
+CONFIDENCE_THRESHOLD = 0.5
+"""``lucid predict --save`` draws a point whose confidence (``1 - mean sigma``) reaches this."""
+
+
+def num_keypoints(cfg: Any, meta: Mapping[str, Any]) -> int:
+    """``model.num_keypoints``: ``'auto'`` reads the dataset meta; an explicit value must agree with it.
+
+    Raises:
+        ConfigError: ``auto`` without a dataset to read it from, or a value the dataset contradicts.
+    """
+    found = meta.get("num_keypoints")
+    if cfg.num_keypoints == "auto":
+        if found is None:
+            raise ConfigError(
+                "`model.num_keypoints` is 'auto' but there is no dataset to read it from.",
+                why="K sizes the keypoint stems; it comes from the data's kpt_shape or COCO keypoint names.",
+                fix="Pass `--data-root` (or a config with data) or set `--model.num_keypoints K`.",
+            )
+        return int(found)
+    if found is not None and int(found) != int(cfg.num_keypoints):
+        raise ConfigError(
+            f"`model.num_keypoints` = {cfg.num_keypoints} but the dataset declares {found} keypoints per instance.",
+            why="the stems would predict a different point list than the labels hold.",
+            fix=f"Set `--model.num_keypoints {found}` or leave it at 'auto'.",
+        )
+    return int(cfg.num_keypoints)
+
+
+def build_model(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
+    from lucidyolo.models import create_model
+    from lucidyolo.models.head import StemSpec
+
+    k = num_keypoints(cfg, meta or {})
+    stems = [
+        StemSpec(name, (k, 2), hidden_div=1, min_hidden=STEM_MIN_HIDDEN, level_widths=STEM_LEVEL_WIDTHS)
+        for name in ("kpts", "kpt_sigma")
+    ]
+    return create_model(cfg.variant, num_classes=num_classes, label="keypoints", extra_stems=stems)
+
+
+def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
+    from lucidyolo.assign.one_to_one import OneToOneAssigner
+    from lucidyolo.assign.tal import TaskAlignedAssigner
+    from lucidyolo.losses.branch import BranchLoss
+    from lucidyolo.losses.criterion import DetectionCriterion
+    from lucidyolo.losses.keypoint import KeypointTerm
+    from lucidyolo.metrics.oks import keypoint_sigmas
+
+    k = num_keypoints(cfg, meta or {})
+    return DetectionCriterion(
+        TaskAlignedAssigner(topk=cfg.o2m_topk),
+        OneToOneAssigner(topk=cfg.o2o_topk),
+        BranchLoss(box_gain=cfg.box_gain, cls_gain=cfg.cls_gain, l1_gain=cfg.l1_gain),
+        # One term instance for both branches: they share (and both train) its flow.
+        branch_terms=[KeypointTerm(k, kind=cfg.keypoint_loss, keypoint_gain=cfg.keypoint_gain,
+                                   oks_gain=cfg.oks_gain, sigmas=keypoint_sigmas(k))],
+    )
+
+
+def decode_keypoints(raw: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """Per-anchor ``keypoints (B, A, K, 3)`` ``[x, y, confidence]`` px from ``kpts``, ``kpt_sigma``, ``anchors``, ``strides``.
+
+    ``confidence = 1 - mean(sigma_x, sigma_y)``: the predicted scale of the
+    point's error in box units, so a point the model is unsure of scores low.
+    """
+    xy = raw["anchors"][None, :, None, :] + raw["kpts"] * raw["strides"][None, :, None, None]  # (B, A, K, 2)
+    conf = 1.0 - raw["kpt_sigma"].sigmoid().mean(-1, keepdim=True)  # (B, A, K, 1)
+    return {"keypoints": torch.cat([xy, conf], -1)}
+
+
+def decode(outputs: Mapping[str, Any], path: str = "e2e") -> KeypointDetections:
+    """Box rows ``(B, 300, 6)`` of the ``path`` branch and their points ``(B, 300, K, 3)`` (zeros on padding)."""
+    from lucidyolo.decode.e2e import e2e_topk
+    from lucidyolo.decode.nms import nms_decode
+    from lucidyolo.structures.box_coder import ltrb_to_xyxy
+
+    if path not in ("e2e", "nms"):
+        raise ValueError(f"unknown decode path {path!r} (e2e or nms)")
+    branch = outputs["o2o" if path == "e2e" else "o2m"]
+    anchors, strides = outputs["anchors"], outputs["strides"]
+    rows, index = (e2e_topk if path == "e2e" else nms_decode)(ltrb_to_xyxy(branch["boxes"], anchors, strides),
+                                                              branch["logits"])
+    points = decode_keypoints({**branch, "anchors": anchors, "strides": strides})["keypoints"]  # (B, A, K, 3)
+    flat = points.flatten(2)
+    picked = flat.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, flat.shape[-1]))
+    picked = (picked * (index >= 0).unsqueeze(-1)).reshape(*index.shape, *points.shape[2:])
+    return KeypointDetections(rows, picked)
+
+
+def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
+    from lucidyolo.data.synth import write_synthetic
+
+    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
+
+
+def build_metric(num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
+    from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
+
+    k = (meta or {}).get("num_keypoints")
+    if k is None:
+        raise ConfigError("The keypoint metric needs the dataset's keypoint count.", fix="Train from a dataset.")
+    return OKSEpochMAP(int(k), num_classes=num_classes)
+
+
+def metric_update(metric: Any, decoded: KeypointDetections, gt: Mapping[str, Tensor], batch_meta: Mapping[str, Tensor],
+                  **_: Any) -> None:
+    """Rows and points of one batch against its padded ground truth (network-input frame)."""
+    metric.update(decoded, gt, batch_meta)
+
+
+def deploy(model: nn.Module, **_: Any) -> nn.Module:
+    """Trunk + o2o branch, BN folded: ``(detections (B, 300, 6), keypoints (B, 300, K, 3))`` in input pixels."""
+    from lucidyolo.models.deploy import make_deploy_model
+
+    return make_deploy_model(model, decode_stems=decode_keypoints, stem_outputs=("keypoints",))
+
+
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+    """OKS AP@[.50:.05:.95] on ``source`` through the deployed end-to-end graph (uniform sigma unless K = 17).
+
+    ``conf`` is not applied: AP ranks every row by its score, as ``lucid eval`` does.
+    """
+    from lucidyolo.data.datasets import ValDataset
+    from lucidyolo.data.loader import build_val_loader
+    from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
+    from lucidyolo.structures.packed import unpack
+
+    deployed = deploy(model).eval()
+    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
+    metric = OKSEpochMAP(int(source.num_keypoints), num_classes=len(source.class_names))
+    with torch.inference_mode():
+        for batch in loader:
+            images, gt, meta = unpack(batch, "cpu")
+            dets, points = deployed(images)
+            metric.update(KeypointDetections(dets, points), gt, meta)
+    return float(metric.compute()["oks_mAP"])
+
+
+def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
+             limit: int | None, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` and ``keypoints`` (OKS, the 17 person sigmas) through pycocotools for both decode paths.
+
+    Raises:
+        ConfigError: the split's instances do not have 17 points (the COCO protocol's sigmas are per person point).
+    """
+    from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
+    from lucidyolo.metrics.keypoint_results import keypoint_results
+
+    k = source.num_keypoints
+    if k != 17:
+        raise ConfigError(
+            f"The COCO keypoint protocol scores 17 person points; this split has {k} per instance.",
+            why="OKS weighs each point by the COCO person sigma of its joint; other schemas have no published sigmas, "
+                "and a number with invented ones would look comparable to COCO results and is not.",
+            fix="Read `val/oks_mAP` of the run (uniform sigma 0.072) or `lucid gate overfit --task keypoints`.",
+        )
+    return evaluate_coco_protocol(
+        model=model, decode=decode, to_results=keypoint_results, source=source, fields=FIELDS,
+        iou_types=("bbox", "keypoints"), img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+    )
+
+
+def predict(decoded: KeypointDetections, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
+            class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
+    """Detection's dicts plus ``"keypoints"``: ``[[x, y, confidence], ...]`` (K points) in original pixels."""
+    from lucidyolo.metrics.keypoint_results import unletterbox_points
+
+    keep = decoded.rows[:, 4] >= max(conf, 1e-9)
+    rows = detect_hooks.predict(decoded=decoded.rows[keep], image_hw=image_hw, letterbox=letterbox,
+                                class_names=class_names, conf=conf)
+    points = decoded.keypoints[keep].double().numpy()  # (N, K, 3)
+    xy = unletterbox_points(points[..., :2], *letterbox, image_hw)
+    for row, p_xy, p_conf in zip(rows, xy, points[..., 2], strict=True):
+        row["keypoints"] = [[round(float(x), 2), round(float(y), 2), round(float(c), 4)]
+                            for (x, y), c in zip(p_xy, p_conf, strict=True)]
+    return rows
+
+
+def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str],
+         meta: Mapping[str, Any] | None = None, **_: Any) -> Any:
+    """Detection's boxes and captions, then each skeleton: points coloured by side, hidden below the threshold."""
+    from lucidyolo.predict.draw import draw_keypoints
+
+    boxed = detect_hooks.draw(image=image, predictions=predictions, class_names=class_names)
+    points = np.array([p["keypoints"] for p in predictions], dtype=np.float64)
+    return draw_keypoints(np.asarray(boxed), points.reshape(len(predictions), -1, 3),
+                          flip_idx=(meta or {}).get("flip_idx"), threshold=CONFIDENCE_THRESHOLD)
+
+
+def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
+    """Detection rows as for det, plus the gathered points of the matched rows."""
+    from lucidyolo.export.onnx import keypoint_parity
+
+    return keypoint_parity(deployed, onnx_path, images)
