@@ -98,6 +98,13 @@ def check_task_spec(spec: Any, run_hooks: bool = True) -> dict[str, Any]:
     return exercise_hooks(spec) if run_hooks else {}
 
 
+def _check_evaluate(outcome: Any) -> None:
+    assert isinstance(outcome, dict) and isinstance(outcome.get("paths"), dict) and outcome["paths"], \
+        "evaluate must return {'paths': {path: {kind: {'stats': {...}}}}, ...}"
+    for path, kinds in outcome["paths"].items():
+        assert all(isinstance(k.get("stats"), dict) for k in kinds.values()), f"evaluate path {path}: stats dicts"
+
+
 def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, workdir: Any = None) -> dict[str, Any]:
     """Call every provided hook on tiny inputs, checking what each returns (imports torch).
 
@@ -117,6 +124,8 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
 
     import numpy as np
     import torch
+
+    from lucidyolo.errors import UserError
 
     done: dict[str, Any] = {}
     cfg = spec.config_model.model_validate({"task": spec.name})
@@ -139,13 +148,14 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     dataset = ValDataset(source, img_size)
     images, gt, meta = unpack(collate_packed([dataset[i] for i in range(len(source))], spec.fields), "cpu")
     num_classes = len(source.class_names)
-    model = spec.build_model(cfg=cfg, num_classes=num_classes, meta={})
+    data_meta = {key: getattr(source, key, None) for key in spec.meta_keys}  # what the engine passes
+    model = spec.build_model(cfg=cfg, num_classes=num_classes, meta=data_meta)
     assert isinstance(model, torch.nn.Module), "build_model must return a torch.nn.Module"
     model.train()
     outputs = model(images)
     done["build_model"] = type(model).__name__
     if spec.build_criterion is not None:
-        criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta={})
+        criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta=data_meta)
         total, terms = criterion(outputs, gt, 0.5)
         assert total.ndim == 0 and torch.isfinite(total), f"criterion total must be a finite scalar, got {total}"
         top = {k for k in terms if "/" not in k}  # "branch/term" keys are diagnostics
@@ -159,10 +169,14 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     if spec.decode is not None:
         decoded = {path: spec.decode(outputs, path) for path in ("e2e", "nms")}
         for path, value in decoded.items():
-            assert isinstance(value, torch.Tensor) and value.shape[0] == len(source), f"decode {path}: batch axis"
-        done["decode"] = tuple(decoded["e2e"].shape)
+            # A tensor, or a structure the engine can move (.cpu()) and index by image whose rows are a tensor.
+            rows = value if isinstance(value, torch.Tensor) else getattr(value, "rows", None)
+            assert isinstance(rows, torch.Tensor) and rows.shape[0] == len(source), f"decode {path}: batch axis"
+            assert hasattr(value, "cpu") and value.cpu()[0] is not None, f"decode {path}: .cpu() and [i]"
+        e2e = decoded["e2e"]
+        done["decode"] = tuple((e2e if isinstance(e2e, torch.Tensor) else e2e.rows).shape)
     if spec.build_metric is not None and spec.metric_update is not None and decoded is not None:
-        metric = spec.build_metric(num_classes=num_classes, meta={})
+        metric = spec.build_metric(num_classes=num_classes, meta=data_meta)
         spec.metric_update(metric=metric, outputs=outputs, decoded=decoded["e2e"], gt=gt, batch_meta=meta)
         result = metric.compute()
         want = {k.removeprefix("val/") for k in spec.metrics.keys}
@@ -172,23 +186,26 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         hw = tuple(int(v) for v in meta["orig_hw"][0])
         rows = spec.predict(
             decoded=decoded["e2e"][0], image_hw=hw, letterbox=tuple(float(v) for v in meta["letterbox"][0]),
-            class_names=source.class_names, conf=0.0,
+            class_names=source.class_names, conf=0.0, meta=data_meta,
         )
         assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows), "predict must return a list of dicts"
         done["predict"] = len(rows)
         if spec.draw is not None:
             canvas = np.zeros((hw[0], hw[1], 3), np.uint8)
-            drawn = spec.draw(image=canvas, predictions=rows, class_names=source.class_names)
+            drawn = spec.draw(image=canvas, predictions=rows, class_names=source.class_names, meta=data_meta)
             assert hasattr(drawn, "save") and drawn.size == (hw[1], hw[0]), "draw must return a PIL image of the input size"
             done["draw"] = drawn.size
     if spec.evaluate is not None and spec.decode is not None:
-        outcome = spec.evaluate(model=model, decode=spec.decode, source=source, img_size=img_size, batch_size=2,
-                                device=torch.device("cpu"), limit=2, options={"masks": True})
-        assert isinstance(outcome, dict) and isinstance(outcome.get("paths"), dict) and outcome["paths"], \
-            "evaluate must return {'paths': {path: {kind: {'stats': {...}}}}, ...}"
-        for path, kinds in outcome["paths"].items():
-            assert all(isinstance(k.get("stats"), dict) for k in kinds.values()), f"evaluate path {path}: stats dicts"
-        done["evaluate"] = sorted(outcome["paths"])
+        try:
+            outcome = spec.evaluate(model=model, decode=spec.decode, source=source, img_size=img_size, batch_size=2,
+                                    device=torch.device("cpu"), limit=2, options={"masks": True})
+        except UserError as exc:  # a protocol may refuse a split it cannot score (with what, why, fix)
+            outcome = {"refused": str(exc)}
+        if "refused" in outcome:
+            done["evaluate"] = f"refused: {outcome['refused']}"
+        else:
+            _check_evaluate(outcome)
+            done["evaluate"] = sorted(outcome["paths"])
     if spec.gate is not None:
         value = float(spec.gate.score(model=model, source=source, img_size=img_size, conf=spec.gate.conf))
         done["gate.score"] = value  # NaN is a legal answer (no ground truth); a wrong type raises here

@@ -20,8 +20,14 @@ from lucidyolo.errors import NotAvailableError
 def run_overfit_gate(
     task: str, epochs: int | None = None, images: int | None = None, img_size: int | None = None,
     workdir: Path | None = None, log: Callable[[str], None] | None = None, progress_bar: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train on the slice and score it; returns metric, floor, passed, wall time."""
+    """Train on the slice and score it; returns metric, floor, passed, wall time.
+
+    ``overrides`` (nested config dict) change the gate recipe for an ablation; the
+    slice, its size, the epochs and the run directory stay the gate's.
+    """
+    from lucidyolo.config.overrides import deep_merge
     from lucidyolo.config.resolve import resolve_config
     from lucidyolo.engine.build import open_split
     from lucidyolo.engine.fit import run_fit
@@ -39,12 +45,9 @@ def run_overfit_gate(
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"lucid-gate-{spec.name}-"))
     n, size, e = images or gate.images, img_size or gate.img_size, epochs or gate.epochs
     root = spec.make_synthetic(work / "data", n, size, 0)
-    cfg = resolve_config(
-        spec, [gate.preset],
-        {"data": {"img_size": size, "val_split": "train"},
-         "trainer": {"max_epochs": e, "default_root_dir": str(work / "runs"), "check_val_every_n_epoch": e}},
-        data_root=root,
-    )
+    fixed = {"data": {"img_size": size, "val_split": "train"},
+             "trainer": {"max_epochs": e, "default_root_dir": str(work / "runs"), "check_val_every_n_epoch": e}}
+    cfg = resolve_config(spec, [gate.preset], deep_merge(overrides or {}, fixed), data_root=root)
     result = run_fit(spec, cfg, log=log, progress_bar=progress_bar)
     source = open_split(spec, cfg, root, "train", "train")
     value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf))
@@ -52,5 +55,5 @@ def run_overfit_gate(
     return {
         "task": spec.name, "metric": gate.metric, "value": value, "floor": gate.floor,
         "passed": bool(value >= gate.floor), "wall_s": wall, "epochs": e, "images": len(source), "img_size": size,
-        "run_dir": str(result["run_dir"]),
+        "run_dir": str(result["run_dir"]), "overrides": overrides or {},
     }

@@ -169,7 +169,7 @@ class OKSEpochMAP(nn.Module):
         for image_id, (det, det_pts, boxes, lab, pts, vis, crowd) in self._images.items():
             results += keypoint_results(KeypointDetections(det, det_pts), image_id, identity)
             wh = boxes[:, 2:] - boxes[:, :2]  # (m, 2)
-            flat = np.concatenate([pts, vis[..., None]], axis=-1).reshape(len(boxes), -1)  # (m, 3K)
+            flat = np.concatenate([pts, vis[..., None]], axis=-1).reshape(len(boxes), 3 * self.num_keypoints)  # (m, 3K)
             for j in range(len(boxes)):
                 w, h = float(wh[j, 0]), float(wh[j, 1])
                 anns.append({

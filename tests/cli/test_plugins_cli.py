@@ -128,6 +128,17 @@ def test_contract_check_runs_every_detection_hook_on_tiny_inputs(tmp_path):
     assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "l1"]
 
 
+def test_contract_check_runs_every_keypoint_hook_and_records_the_protocol_refusal(tmp_path):
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    done = exercise_hooks(get_task("pose"), workdir=tmp_path)
+    assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "kpt", "l1", "oks"]
+    assert done["export.check"] is True
+    # the synthetic symbols have 7 points: COCO's keypoint protocol (17 person sigmas) refuses them
+    assert done["evaluate"].startswith("refused: ") and "17 person points" in done["evaluate"]
+
+
 def test_contract_check_names_the_hook_that_breaks_its_contract(tmp_path):
     import dataclasses
 

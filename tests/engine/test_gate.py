@@ -1,4 +1,4 @@
-"""`lucid gate overfit`: the det and seg wiring gates pass their floors on CPU; unbuilt tasks refuse honestly."""
+"""`lucid gate overfit`: the det, seg and keypoint wiring gates pass their floors on CPU; unbuilt tasks refuse honestly."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_gate_for_a_task_without_a_training_path_exits_2(lucid):
 # Gate wall times measured on the 2-core CPU (README, Measured): det ~290 s, seg 307 s
 # alone; the suite runs two at once on 2 cores, and CI's machine is slower still
 # (the det gate once took over 1020 s there). The limits stop a hung run, nothing more.
-GATES = [("det", 0.95, 1200), ("segment", 0.70, 1200)]
+GATES = [("det", 0.95, 1200), ("segment", 0.70, 1200), ("keypoints", 0.30, 1200)]
 
 
 @pytest.mark.slow
@@ -28,3 +28,15 @@ def test_gate_passes_its_floor(tmp_path, lucid, task, floor, timeout):
     assert result["floor"] == floor
     assert result["value"] >= result["floor"], result
     assert r.returncode == 0
+
+
+def test_gate_takes_the_pose_spelling_and_recipe_overrides(tmp_path, lucid):
+    """`--task pose` is the keypoint gate; a dotted option changes its recipe and is reported (a 1-epoch run)."""
+    r = lucid("gate", "overfit", "--task", "pose", "--epochs", "1", "--images", "6", "--json", "--workdir",
+              str(tmp_path), "--model.keypoint_loss", "laplace_nll", cwd=tmp_path)
+    result = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+    assert result["task"] == "keypoints" and result["floor"] == 0.30 and result["epochs"] == 1
+    assert result["overrides"] == {"model": {"keypoint_loss": "laplace_nll"}}
+    assert r.returncode == (0 if result["passed"] else 1)
+    config = next((tmp_path / "runs").rglob("config.yaml")).read_text()
+    assert "keypoint_loss: laplace_nll" in config

@@ -212,6 +212,19 @@ def test_oks_epoch_map_perfect_is_one() -> None:
     assert float(metric.compute()["oks_mAP"]) == 0.0 and metric.last_result is None  # empty epoch
 
 
+def test_oks_epoch_map_scores_an_image_without_instances() -> None:
+    """A person-free image (a false positive on it, nothing to match) is scored, not a crash: AP 0 by hand."""
+    k = 17
+    rows = torch.zeros(1, 300, 6)
+    rows[0, 0] = torch.tensor([10.0, 10.0, 50.0, 50.0, 0.9, 0.0])
+    gt = {"boxes": torch.zeros(1, 1, 4), "labels": torch.zeros(1, 1, dtype=torch.long),
+          "mask": torch.zeros(1, 1, dtype=torch.bool), "keypoints": torch.zeros(1, 1, k, 2),
+          "visibility": torch.zeros(1, 1, k)}
+    metric = OKSEpochMAP(k, num_classes=1)
+    metric.update(KeypointDetections(rows, torch.zeros(1, 300, k, 3)), gt, {"index": torch.tensor([0])})
+    assert float(metric.compute()["oks_mAP"]) == 0.0  # no ground truth anywhere: COCOeval's -1, reported as 0
+
+
 def _hand_coco(gt: dict[str, torch.Tensor], decoded: KeypointDetections) -> tuple[dict[str, Any], list[dict]]:
     """The COCO dicts written out by hand: box area, visible count, padding skipped."""
     images, anns, dets = [], [], []

@@ -50,3 +50,12 @@ def test_summary_of_the_seg_task_counts_prototypes_in_the_deployed_graph() -> No
     assert 2.597e6 <= info["params"] <= 2.805e6  # the paper's 2.7 M, rounding and +-2 %
     assert 8.50 <= info["gflops"] <= 9.50  # the paper's 9.0, rounding and +-5 %
     assert info["params_deploy"] < info["params"]
+
+
+def test_summary_of_the_keypoint_task_needs_no_dataset() -> None:
+    result = runner.invoke(app, ["summary", "--variant", "n", "--task", "keypoints", "--num-classes", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["task"] == "keypoints"
+    assert 2.793e6 <= info["params"] <= 3.009e6  # the paper's pose n 2.9 M (17 points), rounding and +-2 %
+    assert 7.08 <= info["gflops"] <= 7.93  # the paper's 7.5, rounding and +-5 %
