@@ -17,6 +17,7 @@ from lucidyolo.errors import ConfigError
 from lucidyolo.structures.box_coder import ltrb_to_xyxy
 from lucidyolo.structures.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.registry import get_task
+from tests.models.conftest import calibrate_batchnorm
 
 K = 7
 
@@ -26,26 +27,12 @@ def spec():
     return get_task("keypoints")
 
 
-def _calibrate_batchnorm(model: nn.Module, images: torch.Tensor) -> nn.Module:
-    """BatchNorm running statistics of ``images`` (as tests/models/conftest.py does); eval mode."""
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None  # cumulative average: one pass sets the statistics exactly
-    model.train()
-    with torch.no_grad():
-        model(images)
-    for bn in bns:
-        bn.momentum = 0.03
-    return model.eval()
-
-
 @pytest.fixture(scope="module")
 def model(spec):
     torch.manual_seed(0)
     cfg = spec.config_model(variant="n")
     m = spec.build_model(cfg=cfg, num_classes=1, meta={"num_keypoints": K})
-    return _calibrate_batchnorm(m, torch.rand(2, 3, 128, 128, generator=torch.Generator().manual_seed(1)))
+    return calibrate_batchnorm(m, torch.rand(2, 3, 128, 128, generator=torch.Generator().manual_seed(1)))
 
 
 def _expected_points(anchor_xy, stride, kpts, sigma):
