@@ -24,7 +24,8 @@ def verbosity() -> int:
 def info(message: str) -> None:
     """Print unless ``--quiet``."""
     if _state["verbosity"] >= 1:
-        console.print(message)
+        # a log file or a pipe gets whole lines: wrapping at 80 columns would split paths and epoch lines
+        console.print(message, soft_wrap=not console.is_terminal)
 
 
 def debug(message: str) -> None:

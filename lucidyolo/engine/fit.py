@@ -33,6 +33,8 @@ def quiet_known_warnings() -> None:
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty.*")
     # torchvision 0.29 deprecates its JPEG decoder in favour of torchcodec; it is still the fastest here
     warnings.filterwarnings("ignore", message=r"The image decoding and encoding capabilities of TorchVision.*")
+    # the system moves and unpacks batches itself (on_after_batch_transfer); the datamodule only loads them
+    warnings.filterwarnings("ignore", message=r"You have overridden `on_after_batch_transfer` in `LightningModule`.*")
 
 
 def quiet_lightning_logs(verbose: bool = False) -> None:
@@ -156,7 +158,8 @@ def _fit(
     if os.environ.get("LOCAL_RANK", "0") == "0":
         (run.path / "config.yaml").write_text(config_to_yaml(cfg))
     trainer, checkpoint_cb = make_trainer(
-        spec, cfg, run, cuda=cuda, progress_bar=progress_bar, extra_callbacks=extra_callbacks
+        spec, cfg, run, cuda=cuda, progress_bar=progress_bar, extra_callbacks=extra_callbacks,
+        epoch_log=None if log is _silent else log,
     )
     log(
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "

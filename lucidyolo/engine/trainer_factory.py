@@ -35,9 +35,12 @@ def determinism(requested: bool, cuda: bool, mps: bool) -> bool | str:
 
 def make_trainer(
     spec: TaskSpec, cfg: RunConfig, run: RunDir, *, cuda: bool, progress_bar: bool = False,
-    extra_callbacks: list[Any] | None = None,
+    extra_callbacks: list[Any] | None = None, epoch_log: Any = None,
 ) -> tuple[Any, Any]:
-    """The trainer and its ``best.ckpt`` callback (monitoring the task's primary metric)."""
+    """The trainer and its ``best.ckpt`` callback (monitoring the task's primary metric).
+
+    ``epoch_log(line)``, when given and there is no progress bar, receives one line per epoch.
+    """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
@@ -69,6 +72,10 @@ def make_trainer(
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if progress_bar:
         callbacks.append(RichProgressBar())
+    elif epoch_log is not None:
+        from lucidyolo.engine.epoch_lines import EpochLines
+
+        callbacks.append(EpochLines(epoch_log, spec.loss_terms, spec.metrics.keys, cfg.data.batch_size))
     callbacks += extra_callbacks or []
     t = cfg.trainer
     trainer = pl.Trainer(

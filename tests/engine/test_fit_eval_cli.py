@@ -23,7 +23,7 @@ def run(tmp_path_factory):
     env = {"LUCIDYOLO_CACHE_DIR": str(base / "cache")}
     r = run_lucid("fit", "det", *TINY, "--trainer.default_root_dir", str(base / "runs"), env=env, cwd=base)
     assert r.returncode == 0, r.stderr[-3000:]
-    return {"base": base, "env": env, "run_dir": base / "runs" / "version_0", "stdout": r.stdout}
+    return {"base": base, "env": env, "run_dir": base / "runs" / "version_0", "stdout": r.stdout, "stderr": r.stderr}
 
 
 def test_embedded_default_writes_a_whole_run_directory(run):
@@ -45,6 +45,24 @@ def test_embedded_default_writes_a_whole_run_directory(run):
     ckpt = torch.load(d / "checkpoints" / "last.ckpt", weights_only=True)  # our checkpoints hold plain types
     assert ckpt["lucid"]["config"]["model"]["task"] == "det" and "lucid_ema" in ckpt
     assert len(ckpt["lucid"]["class_names"]) == 4
+
+
+def test_a_piped_run_prints_one_line_per_epoch_and_no_known_noise(run):
+    """stdout is a pipe here: no progress bar, so each epoch gets a line matching results.csv."""
+    import re
+
+    lines = [ln for ln in run["stdout"].splitlines() if ln.startswith("epoch ")]
+    assert [ln.split(" | ")[0] for ln in lines] == ["epoch 1/2", "epoch 2/2"], run["stdout"]
+    with open(run["run_dir"] / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    for line, row in zip(lines, rows, strict=True):
+        fields = dict(re.findall(r"(val/\S+) ([0-9.]+)", line))
+        assert float(fields["val/mAP50-95"]) == pytest.approx(float(row["metrics/mAP50-95(B)"]), abs=1e-4)
+        box = float(re.search(r"loss box (\S+)", line).group(1))
+        assert box == pytest.approx(float(row["train/box_loss"]), rel=1e-3)
+        assert re.search(r"\| [0-9.]+ img/s \|", line) and re.search(r"elapsed, ~\d+:\d\d left$", line)
+    assert "on_after_batch_transfer" not in run["stdout"] + run.get("stderr", "")
+    assert "Tip:" not in run["stdout"]
 
 
 def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):
