@@ -4,8 +4,9 @@ A run whose output is not a terminal would otherwise be silent from its first
 line to its last. Each line carries what a reader of a log needs to judge the
 run without opening ``results.csv``: the epoch, the training loss terms, the lr,
 the training throughput (images per second of the training loop, validation
-excluded), the validation metrics of that epoch, and the elapsed and remaining
-wall time.
+excluded), the validation metrics of that epoch and its duration, and the
+elapsed and remaining wall time. One more line says when the first training
+step is done: the start-up a short run waits for.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class EpochLines(Callback):
         self._train_s: float | None = None
         self._batches = 0
         self._validated = -1
+        self._val_start = 0.0
+        self._val_s: float | None = None
+        self._stepped = False
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._fit_start = time.perf_counter()
@@ -60,14 +64,21 @@ class EpochLines(Callback):
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
         self._batches += 1
+        if not self._stepped and trainer.is_global_zero:
+            # start-up (workers, first batch, first graph) is what a short run waits for: say when it ends
+            self._stepped = True
+            self.emit(f"first training step done {time.perf_counter() - self._fit_start:.1f} s after the fit started")
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not trainer.sanity_checking and self._train_s is None:
-            self._train_s = time.perf_counter() - self._epoch_start  # Lightning validates inside the epoch
+        if not trainer.sanity_checking:
+            self._val_start = time.perf_counter()
+            if self._train_s is None:
+                self._train_s = self._val_start - self._epoch_start  # Lightning validates inside the epoch
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking:
             self._validated = trainer.current_epoch
+            self._val_s = time.perf_counter() - self._val_start
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.is_global_zero:
@@ -88,6 +99,7 @@ class EpochLines(Callback):
             parts.append(f"{images / train_s:.1f} img/s")
         if self._validated == epoch:
             parts += [f"{k} {m[k]:.4f}" for k in self.metric_keys if k in m]
+            parts.append(f"val {self._val_s:.1f} s")
         elapsed = now - self._fit_start
         done = epoch + 1 - self._first_epoch
         left = elapsed / max(done, 1) * max(total - epoch - 1, 0)
