@@ -34,3 +34,15 @@ def e2e_topk(boxes_xyxy: Tensor, logits: Tensor, k: int = 300) -> tuple[Tensor, 
         dets = torch.cat((dets, dets.new_zeros(b, k - kk, 6)), dim=1)
         index = torch.cat((index, index.new_full((b, k - kk), -1)), dim=1)
     return dets, index
+
+
+def gather_kept(values: Tensor, index: Tensor) -> Tensor:
+    """Per-anchor ``values (B, A, *shape)`` at the kept ``index (B, k)`` -> ``(B, k, *shape)``, zeros where ``index < 0``.
+
+    How every task output (mask coefficients, keypoints) follows the rows of
+    :func:`e2e_topk` or :func:`~lucidyolo.decode.nms.nms_decode`.
+    """
+    flat = values.flatten(2)  # (B, A, prod(shape))
+    picked = flat.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, flat.shape[-1]))
+    picked = picked * (index >= 0).unsqueeze(-1)
+    return picked.reshape(*index.shape, *values.shape[2:])

@@ -76,13 +76,20 @@ def letterbox_boxes(boxes: ArrayLike, scale: float, pad_x: float, pad_y: float) 
     )
 
 
-def clip_to_image(decoded: torch.Tensor, batch_meta: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Clip ``(B, K, 6)`` rows' boxes to each image's region in the letterboxed input (no-op for mosaics' NaN)."""
-    lb = batch_meta["letterbox"].to(decoded.device, decoded.dtype)  # (B, 3) scale, pad_x, pad_y
-    hw = batch_meta["orig_hw"].to(decoded.device, decoded.dtype)  # (B, 2) h, w
+def image_region(batch_meta: Mapping[str, torch.Tensor], like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Each image's region in the letterboxed input: ``(lo, hi)``, each ``(B, 2)`` ``x, y``; ``None`` for mosaics' NaN."""
+    lb = batch_meta["letterbox"].to(like.device, like.dtype)  # (B, 3) scale, pad_x, pad_y
+    hw = batch_meta["orig_hw"].to(like.device, like.dtype)  # (B, 2) h, w
     lo = lb[:, 1:3]  # (B, 2) x0, y0
     hi = lo + hw.flip(-1) * lb[:, :1]  # (B, 2) x1, y1
-    if not bool(torch.isfinite(hi).all()):
+    return (lo, hi) if bool(torch.isfinite(hi).all()) else None
+
+
+def clip_to_image(decoded: torch.Tensor, batch_meta: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Clip ``(B, K, 6)`` rows' boxes to each image's region in the letterboxed input (no-op for mosaics' NaN)."""
+    region = image_region(batch_meta, decoded)
+    if region is None:
         return decoded
+    lo, hi = region
     boxes = torch.maximum(torch.minimum(decoded[..., :4], hi.repeat(1, 2)[:, None]), lo.repeat(1, 2)[:, None])
     return torch.cat((boxes, decoded[..., 4:]), dim=-1)

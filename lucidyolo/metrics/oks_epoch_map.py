@@ -46,7 +46,7 @@ from torch import Tensor, nn
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
 from lucidyolo.metrics.keypoint_results import keypoint_results
-from lucidyolo.metrics.mapping import clip_to_image
+from lucidyolo.metrics.mapping import clip_to_image, image_region
 from lucidyolo.metrics.oks import keypoint_sigmas
 from lucidyolo.metrics.segm_epoch_map import top_per_class
 from lucidyolo.structures.keypoint_detections import KeypointDetections
@@ -61,12 +61,10 @@ def _np(t: Tensor) -> np.ndarray:
 
 def _clip_points(points: Tensor, batch_meta: Mapping[str, Tensor]) -> Tensor:
     """Clip ``(B, N, K, 2+)`` points' ``x, y`` to each image's region inside the letterbox (no-op for NaN mosaics)."""
-    lb = batch_meta["letterbox"].to(points.device, points.dtype)  # (B, 3) scale, pad_x, pad_y
-    hw = batch_meta["orig_hw"].to(points.device, points.dtype)  # (B, 2) h, w
-    lo = lb[:, 1:3]  # (B, 2) x0, y0
-    hi = lo + hw.flip(-1) * lb[:, :1]  # (B, 2) x1, y1
-    if not bool(torch.isfinite(hi).all()):
+    region = image_region(batch_meta, points)
+    if region is None:
         return points
+    lo, hi = region
     xy = torch.maximum(torch.minimum(points[..., :2], hi[:, None, None]), lo[:, None, None])
     return torch.cat((xy, points[..., 2:]), dim=-1)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 from torch import Tensor, nn
 
-from lucidyolo.decode.e2e import e2e_topk
+from lucidyolo.decode.e2e import e2e_topk, gather_kept
 from lucidyolo.models.fuse import fold_batchnorm
 from lucidyolo.models.yolo26 import YOLO26, AnchorCache, extra_output_names, run_extras
 from lucidyolo.structures.box_coder import ltrb_to_xyxy, make_anchors
@@ -98,15 +98,8 @@ class DeployModel(nn.Module):
         dets, index = e2e_topk(boxes, raw["logits"], self.k)
         if not self.stem_names and not self.extra_names:
             return dets
-        valid = (index >= 0).unsqueeze(-1)  # (B, k, 1)
-        safe = index.clamp(min=0)
         per_anchor = raw if self.decode_stems is None else self.decode_stems(raw)
-        stems = []
-        for name in self.stem_names:
-            value = per_anchor[name]  # (B, A, *shape)
-            flat = value.flatten(2)
-            picked = flat.gather(1, safe.unsqueeze(-1).expand(-1, -1, flat.shape[-1])) * valid
-            stems.append(picked.reshape(*index.shape, *value.shape[2:]))
+        stems = [gather_kept(per_anchor[name], index) for name in self.stem_names]  # (B, k, *shape) each
         return (dets, *stems, *(raw[name] for name in self.extra_names))
 
 

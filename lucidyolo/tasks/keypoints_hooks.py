@@ -105,7 +105,7 @@ def decode_keypoints(raw: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 def decode(outputs: Mapping[str, Any], path: str = "e2e") -> KeypointDetections:
     """Box rows ``(B, 300, 6)`` of the ``path`` branch and their points ``(B, 300, K, 3)`` (zeros on padding)."""
-    from lucidyolo.decode.e2e import e2e_topk
+    from lucidyolo.decode.e2e import e2e_topk, gather_kept
     from lucidyolo.decode.nms import nms_decode
     from lucidyolo.structures.box_coder import ltrb_to_xyxy
 
@@ -116,10 +116,7 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e") -> KeypointDetections:
     rows, index = (e2e_topk if path == "e2e" else nms_decode)(ltrb_to_xyxy(branch["boxes"], anchors, strides),
                                                               branch["logits"])
     points = decode_keypoints({**branch, "anchors": anchors, "strides": strides})["keypoints"]  # (B, A, K, 3)
-    flat = points.flatten(2)
-    picked = flat.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, flat.shape[-1]))
-    picked = (picked * (index >= 0).unsqueeze(-1)).reshape(*index.shape, *points.shape[2:])
-    return KeypointDetections(rows, picked)
+    return KeypointDetections(rows, gather_kept(points, index))
 
 
 def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:

@@ -60,7 +60,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
 
 def decode(outputs: Mapping[str, Any], path: str = "e2e") -> MaskDetections:
     """Box rows ``(B, 300, 6)`` of the ``path`` branch, its coefficients gathered by the kept anchor index, the prototypes."""
-    from lucidyolo.decode.e2e import e2e_topk
+    from lucidyolo.decode.e2e import e2e_topk, gather_kept
     from lucidyolo.decode.nms import nms_decode
     from lucidyolo.structures.box_coder import ltrb_to_xyxy
 
@@ -69,9 +69,7 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e") -> MaskDetections:
     branch = outputs["o2o" if path == "e2e" else "o2m"]
     boxes = ltrb_to_xyxy(branch["boxes"], outputs["anchors"], outputs["strides"])
     rows, index = (e2e_topk if path == "e2e" else nms_decode)(boxes, branch["logits"])
-    coeffs = branch["coeffs"]  # (B, A, P)
-    picked = coeffs.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, coeffs.shape[-1]))
-    return MaskDetections(rows, picked * (index >= 0).unsqueeze(-1), outputs["protos"])
+    return MaskDetections(rows, gather_kept(branch["coeffs"], index), outputs["protos"])  # coeffs (B, 300, P)
 
 
 def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
