@@ -14,7 +14,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from lucidyolo.assign.tal import TaskAlignedAssigner, resolve_conflicts, select_topk
+from lucidyolo.assign.tal import (
+    Candidacy,
+    PairIoU,
+    TaskAlignedAssigner,
+    resolve_conflicts,
+    select_topk,
+)
 
 
 def keep_best_per_gt(positives: Tensor, align: Tensor) -> Tensor:
@@ -42,7 +48,8 @@ class OneToOneAssigner(TaskAlignedAssigner):
 
     Args:
         topk: candidates kept per GT before the single-best selection.
-        alpha, beta, min_side, surrogate_side: as for :class:`TaskAlignedAssigner`.
+        alpha, beta, min_side, surrogate_side, pair_iou, candidacy: as for
+            :class:`TaskAlignedAssigner`.
     """
 
     def __init__(
@@ -52,8 +59,10 @@ class OneToOneAssigner(TaskAlignedAssigner):
         beta: float = 6.0,
         min_side: float | None = 8.0,
         surrogate_side: float = 16.0,
+        pair_iou: PairIoU | None = None,
+        candidacy: Candidacy | None = None,
     ) -> None:
-        super().__init__(topk, alpha, beta, min_side, surrogate_side)
+        super().__init__(topk, alpha, beta, min_side, surrogate_side, pair_iou=pair_iou, candidacy=candidacy)
 
     def positives(self, align: Tensor, candidates: Tensor) -> Tensor:
         """``(B, M, A)`` positives with at most one anchor per GT and one GT per anchor."""

@@ -114,7 +114,7 @@ def onnx_parity(
         "max_box_diff": px, "max_box_diff_norm": px / max(H, W), "max_score_diff": float, "in_place": rows equal at the same position}``.
     """
     with torch.no_grad():
-        expected = deployed(images).float().cpu()  # (B, k, 6)
+        expected = deployed(images).float().cpu()  # (B, k, D + 2)
     return compare_detections(expected, run_onnx(path, images)[0], images, min_score, score_tol)
 
 
@@ -141,33 +141,39 @@ def detections_pass(parity: dict) -> bool:
 def compare_detections(
     expected: Tensor, got: Tensor, images: Tensor, min_score: float = 1e-3, score_tol: float = 1e-4
 ) -> dict:
-    """:func:`onnx_parity`'s comparison of PyTorch rows ``expected`` with onnxruntime rows ``got`` (both ``(B, k, 6)``)."""
+    """:func:`onnx_parity`'s comparison of PyTorch rows ``expected`` with onnxruntime rows ``got``.
+
+    Both are ``(B, k, D + 2)`` ``[*box, score, class]``: ``D = 4`` xyxy, or ``D = 5``
+    rotated ``[cx, cy, w, h, theta]`` (theta compared like a coordinate: a gap in
+    radians is far below a pixel's share of the side).
+    """
+    d = expected.shape[-1] - 2
     # Rows scored within score_tol of the last kept row sit on the top-k boundary: which of those
     # near-tied anchors make the cut legitimately differs between runtimes, so they are not compared.
-    boundary = expected[..., -1:, 4] + score_tol  # (B, 1); 0 + tol when the output has padding
-    keep = (expected[..., 4] >= min_score) & (expected[..., 4] > boundary)  # (B, k)
+    boundary = expected[..., -1:, d] + score_tol  # (B, 1); 0 + tol when the output has padding
+    keep = (expected[..., d] >= min_score) & (expected[..., d] > boundary)  # (B, k)
     # Pairwise over rows of the same image: (B, k_expected, k_got).
-    score_gap = (expected[..., None, 4] - got[:, None, :, 4]).abs()
-    box_gap = (expected[:, :, None, :4] - got[:, None, :, :4]).abs().amax(dim=-1)
+    score_gap = (expected[..., None, d] - got[:, None, :, d]).abs()
+    box_gap = (expected[:, :, None, :d] - got[:, None, :, :d]).abs().amax(dim=-1)
     box_gap = box_gap.masked_fill(score_gap > score_tol, float("inf"))
     best_gap, best = box_gap.min(dim=-1)  # (B, k_expected)
-    paired = got.gather(1, best.unsqueeze(-1).expand(-1, -1, 6))  # (B, k, 6)
+    paired = got.gather(1, best.unsqueeze(-1).expand(-1, -1, d + 2))  # (B, k, D + 2)
     matched = keep & best_gap.isfinite()
     in_place = keep & ((expected - got).abs().amax(dim=-1) <= 1e-4)
-    e, g = expected[matched], paired[matched]  # (R, 6)
+    e, g = expected[matched], paired[matched]  # (R, D + 2)
     return {
         "rows": int(keep.sum()),
         "matched": int(matched.sum()),
-        "classes_equal": bool(torch.equal(e[:, 5], g[:, 5])),
-        "max_box_diff": float((e[:, :4] - g[:, :4]).abs().max()) if len(e) else 0.0,
+        "classes_equal": bool(torch.equal(e[:, d + 1], g[:, d + 1])),
+        "max_box_diff": float((e[:, :d] - g[:, :d]).abs().max()) if len(e) else 0.0,
         # float32 noise of a deep net is ~1e-5 relative, i.e. ~1e-3 px at 320 px, so the
         # 1e-4 acceptance bound applies to coordinates normalised by the input size.
-        "max_box_diff_norm": float((e[:, :4] - g[:, :4]).abs().max()) / max(images.shape[2:]) if len(e) else 0.0,
-        "max_score_diff": float((e[:, 4] - g[:, 4]).abs().max()) if len(e) else 0.0,
+        "max_box_diff_norm": float((e[:, :d] - g[:, :d]).abs().max()) / max(images.shape[2:]) if len(e) else 0.0,
+        "max_score_diff": float((e[:, d] - g[:, d]).abs().max()) if len(e) else 0.0,
         "in_place": int(in_place.sum()),
         # the score profile of the whole top-k must agree even where rows are too tied to pair
         "sorted_score_diff": float(
-            (expected[..., 4].sort(dim=-1).values - got[..., 4].sort(dim=-1).values).abs().max()
+            (expected[..., d].sort(dim=-1).values - got[..., d].sort(dim=-1).values).abs().max()
         ),
     }
 

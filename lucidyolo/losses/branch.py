@@ -69,10 +69,21 @@ class BranchLoss(nn.Module):
         # Background anchors get their own (detached) prediction as target: the
         # term is zeroed by the weight anyway, and this keeps every element finite.
         target = torch.where(fg.unsqueeze(-1), assignment.boxes.float(), pred.detach())
+        terms = {"cls": cls, **self.box_terms(pred, target, strides.float(), weights, norm)}
+        total = sum(self.gains[k] * v for k, v in terms.items())
+        return {**terms, "total": total, "num_fg": fg.sum().float()}
+
+    def box_terms(self, pred: Tensor, target: Tensor, strides: Tensor, weights: Tensor, norm: Tensor) -> dict[str, Tensor]:
+        """The box terms before gains: ``box`` (1 - CIoU) and ``l1`` (xyxy, stride units).
+
+        Args:
+            pred: ``(B, A, 4)`` float32 predicted xyxy px (with grad).
+            target: ``(B, A, 4)`` assigned xyxy px (background rows: ``pred`` detached).
+            strides: ``(A,)`` float32 anchor strides.
+            weights: ``(B, A)`` soft target weights (zero for background).
+            norm: 0-d ``max(sum(weights), 1)``.
+        """
         box = ((1.0 - box_ciou(pred, target)) * weights).sum() / norm
-
-        l1_per_anchor = ((pred - target).abs() / strides.float().view(1, -1, 1)).sum(-1)  # (B, A)
+        l1_per_anchor = ((pred - target).abs() / strides.view(1, -1, 1)).sum(-1)  # (B, A)
         l1 = (l1_per_anchor * weights).sum() / norm
-
-        total = self.gains["box"] * box + self.gains["cls"] * cls + self.gains["l1"] * l1
-        return {"box": box, "cls": cls, "l1": l1, "total": total, "num_fg": fg.sum().float()}
+        return {"box": box, "l1": l1}

@@ -18,7 +18,7 @@ from lucidyolo.assign.tal import TaskAlignedAssigner
 from lucidyolo.assign.tal import o2m_assigner as default_o2m_assigner
 from lucidyolo.losses.branch import BranchLoss
 from lucidyolo.losses.dual import mix_branches
-from lucidyolo.structures.box_coder import ltrb_to_xyxy
+from lucidyolo.structures.box_coder import BoxDecoder, decode_xyxy
 
 
 class DetectionCriterion(nn.Module):
@@ -35,6 +35,12 @@ class DetectionCriterion(nn.Module):
             training-only semantic head); see :class:`GlobalTerm`. Added unmixed.
         branch_inputs: top-level output keys every branch term also sees in its
             ``branch`` dict (seg prototypes, shared by both branches).
+        box_decoder: ``box_decoder(branch, anchors, strides) -> (B, A, D)`` decoded
+            boxes in the form the assigners and ``branch_loss`` compare (default:
+            ``xyxy`` px from the raw ltrb ``boxes``; a rotated task decodes ``[cx,
+            cy, w, h, theta]`` from its ltrb and angle stems).
+        gt_boxes_key: the padded ground-truth field holding boxes of that form
+            (``boxes`` xyxy by default, ``rboxes`` for rotated boxes).
     """
 
     def __init__(
@@ -45,6 +51,8 @@ class DetectionCriterion(nn.Module):
         branch_terms: Sequence[nn.Module] = (),
         global_terms: Sequence[nn.Module] = (),
         branch_inputs: Sequence[str] = (),
+        box_decoder: BoxDecoder | None = None,
+        gt_boxes_key: str = "boxes",
     ) -> None:
         super().__init__()
         self.o2m_assigner = o2m_assigner if o2m_assigner is not None else default_o2m_assigner()
@@ -53,6 +61,8 @@ class DetectionCriterion(nn.Module):
         self.task_branch_terms = nn.ModuleList(branch_terms)
         self.task_global_terms = nn.ModuleList(global_terms)
         self.branch_inputs = tuple(branch_inputs)
+        self.box_decoder: BoxDecoder = box_decoder or decode_xyxy
+        self.gt_boxes_key = gt_boxes_key
 
     def branch_terms(
         self,
@@ -63,13 +73,13 @@ class DetectionCriterion(nn.Module):
         targets: Mapping[str, Tensor],
     ) -> dict[str, Tensor]:
         """Decode, assign (on detached predictions) and compute one branch's terms."""
-        pred_boxes = ltrb_to_xyxy(branch["boxes"], anchors, strides)  # (B, A, 4) px, with grad
+        pred_boxes = self.box_decoder(branch, anchors, strides)  # (B, A, D) px, with grad
         assignment = assigner(
             branch["logits"].detach().sigmoid(),
             pred_boxes.detach(),
             anchors,
             targets["labels"],
-            targets["boxes"],
+            targets[self.gt_boxes_key],
             targets["mask"],
         )
         terms = self.branch_loss(branch["logits"], pred_boxes, strides, assignment)

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from lucidyolo.decode.e2e import e2e_topk, gather_kept
 from lucidyolo.models.fuse import fold_batchnorm
 from lucidyolo.models.yolo26 import YOLO26, AnchorCache, extra_output_names, run_extras
-from lucidyolo.structures.box_coder import ltrb_to_xyxy, make_anchors
+from lucidyolo.structures.box_coder import BoxDecoder, decode_xyxy, make_anchors
 
 
 class DeployModel(nn.Module):
@@ -35,12 +35,18 @@ class DeployModel(nn.Module):
             pixels from their offsets, anchors and strides); ``raw`` is
             :meth:`forward_raw`'s dict. ``None``: the task stems as they are.
         stem_outputs: the names ``decode_stems`` returns, in output order.
+        box_decoder: ``box_decoder(raw, anchors, strides) -> (B, A, D)``, the
+            boxes the rows carry (default ``xyxy`` px from the raw ltrb; a rotated
+            task decodes ``[cx, cy, w, h, theta]``, so rows are ``(B, k, D + 2)``).
+        box_stems: task stems ``box_decoder`` consumes (the rotated angle); they are
+            part of the rows, not separate outputs.
     """
 
     def __init__(self, backbone: nn.Module, neck: nn.Module, branch: nn.Module, strides: tuple[int, ...], k: int = 300,
                  extras: nn.ModuleDict | None = None,
                  decode_stems: Callable[[Mapping[str, Tensor]], Mapping[str, Tensor]] | None = None,
-                 stem_outputs: tuple[str, ...] = ()) -> None:
+                 stem_outputs: tuple[str, ...] = (), box_decoder: BoxDecoder | None = None,
+                 box_stems: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.backbone = backbone
         self.neck = neck
@@ -54,6 +60,8 @@ class DeployModel(nn.Module):
             raise ValueError("decode_stems and stem_outputs go together")
         self.decode_stems = decode_stems
         self.stem_outputs = tuple(stem_outputs)
+        self.box_decoder: BoxDecoder = box_decoder or decode_xyxy
+        self.box_stems = tuple(box_stems)
 
     def bake_anchors(self, height: int, width: int) -> None:
         """Store anchors for one input size as buffers so an exported graph holds them as constants."""
@@ -79,7 +87,9 @@ class DeployModel(nn.Module):
     @property
     def stem_names(self) -> tuple[str, ...]:
         """The gathered per-anchor outputs: :attr:`stem_outputs`, else the o2o task stems in head order."""
-        return self.stem_outputs or tuple(n for n in self.branch.stems if n not in ("boxes", "logits"))
+        return self.stem_outputs or tuple(
+            n for n in self.branch.stems if n not in ("boxes", "logits", *self.box_stems)
+        )
 
     @property
     def extra_names(self) -> tuple[str, ...]:
@@ -94,7 +104,7 @@ class DeployModel(nn.Module):
     def forward(self, images: Tensor) -> Tensor | tuple[Tensor, ...]:
         """Images ``(B, 3, H, W)`` in ``[0, 1]`` to detections ``(B, k, 6)`` (plus gathered task stems)."""
         raw = self.forward_raw(images)
-        boxes = ltrb_to_xyxy(raw["boxes"], raw["anchors"], raw["strides"])  # (B, A, 4) px
+        boxes = self.box_decoder(raw, raw["anchors"], raw["strides"])  # (B, A, D) px
         dets, index = e2e_topk(boxes, raw["logits"], self.k)
         if not self.stem_names and not self.extra_names:
             return dets
@@ -105,7 +115,8 @@ class DeployModel(nn.Module):
 
 def make_deploy_model(model: YOLO26, k: int = 300,
                       decode_stems: Callable[[Mapping[str, Tensor]], Mapping[str, Tensor]] | None = None,
-                      stem_outputs: tuple[str, ...] = ()) -> DeployModel:
+                      stem_outputs: tuple[str, ...] = (), box_decoder: BoxDecoder | None = None,
+                      box_stems: tuple[str, ...] = ()) -> DeployModel:
     """Copy the trunk and o2o branch of ``model``, fold BatchNorm, and return an eval-mode :class:`DeployModel`.
 
     The original model is not modified.
@@ -113,7 +124,7 @@ def make_deploy_model(model: YOLO26, k: int = 300,
     Args:
         model: a trained (or freshly built) YOLO26.
         k: rows of the top-k decode.
-        decode_stems, stem_outputs: see :class:`DeployModel`.
+        decode_stems, stem_outputs, box_decoder, box_stems: see :class:`DeployModel`.
     """
     backbone = copy.deepcopy(model.backbone)
     neck = copy.deepcopy(model.neck)
@@ -123,7 +134,7 @@ def make_deploy_model(model: YOLO26, k: int = 300,
         for name in getattr(module, "train_only", ()):
             setattr(module, name, None)
     deployed = DeployModel(backbone, neck, branch, model.strides, k=k, extras=extras, decode_stems=decode_stems,
-                           stem_outputs=stem_outputs)
+                           stem_outputs=stem_outputs, box_decoder=box_decoder, box_stems=box_stems)
     deployed.eval()  # BN folding uses running statistics
     fold_batchnorm(deployed)
     deployed.requires_grad_(False)

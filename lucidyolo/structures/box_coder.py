@@ -7,7 +7,7 @@ unbounded distances ``l, t, r, b`` in stride units.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -62,3 +62,12 @@ def xyxy_to_ltrb(boxes: Tensor, anchors: Tensor, strides: Tensor) -> Tensor:
     lt = (anchors - boxes[..., :2]) / s
     rb = (boxes[..., 2:] - anchors) / s
     return torch.cat((lt, rb), dim=-1)
+
+
+BoxDecoder = Callable[[Mapping[str, Tensor], Tensor, Tensor], Tensor]
+"""``box_decoder(branch, anchors (A, 2), strides (A,)) -> (B, A, D)``: a task's box form from one branch's stems."""
+
+
+def decode_xyxy(branch: Mapping[str, Tensor], anchors: Tensor, strides: Tensor) -> Tensor:
+    """The default box form: ``xyxy`` px ``(B, A, 4)`` from the branch's raw ltrb ``boxes``."""
+    return ltrb_to_xyxy(branch["boxes"], anchors, strides)

@@ -103,3 +103,23 @@ def test_min_area_rboxes_handles_four_and_many_point_instances():
     out = min_area_rboxes_of_polygons(polys, 2)
     assert np.allclose(out[0, :4], rb[0, :4], atol=1e-2)
     assert np.allclose(out[1, :4], rb[0, :4], atol=1e-2)
+
+
+def test_hflip_of_a_box_and_its_side_swapped_twin_is_the_same_canonical_box():
+    # (w, h, theta) and (h, w, theta + pi/2) are one box: mirrored, both must land on one canonical box.
+    for theta in (-np.pi / 4, 0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4 - 1e-6, 1.234):
+        a = np.array([[30.0, 40.0, 50.0, 10.0, theta]])
+        b = np.array([[30.0, 40.0, 10.0, 50.0, theta + np.pi / 2]])
+        fa, fb = hflip_rboxes(a, width=100), hflip_rboxes(b, width=100)
+        assert np.allclose(fa[:, :4], fb[:, :4], atol=1e-4)
+        d = abs(float(fa[0, 4] - fb[0, 4]))
+        assert min(d, np.pi - d) < 1e-4
+        assert -np.pi / 4 <= fa[0, 4] < 3 * np.pi / 4
+
+
+def test_hflip_at_the_edge_angles_hand_values():
+    # theta = -pi/4 mirrors to +pi/4; theta = 0 stays 0; theta = pi/2 mirrors to -pi/2 == pi/2 (mod pi).
+    rb = np.array([[10.0, 5.0, 8.0, 2.0, -np.pi / 4], [10.0, 5.0, 8.0, 2.0, 0.0], [10.0, 5.0, 8.0, 2.0, np.pi / 2]])
+    f = hflip_rboxes(rb, width=40)
+    assert np.allclose(f[:, 0], 30.0)
+    assert np.allclose(f[:, 4], [np.pi / 4, 0.0, np.pi / 2], atol=1e-6)
