@@ -7,7 +7,10 @@ from pathlib import Path
 
 import typer
 
+from lucidyolo.cli.tile import app as tile_app
+
 app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False)
+app.add_typer(tile_app, name="tile", help="Cut large scenes into training tiles.")
 
 
 @app.command("check")

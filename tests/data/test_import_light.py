@@ -11,7 +11,7 @@ MODULES = [
     "lucidyolo.structures.targets", "lucidyolo.structures.geometry", "lucidyolo.data.source",
     "lucidyolo.data.layouts", "lucidyolo.data.coco", "lucidyolo.data.yolo", "lucidyolo.data.dota",
     "lucidyolo.data.synth", "lucidyolo.data.check", "lucidyolo.data.download", "lucidyolo.data.coco_gt",
-    "lucidyolo.cli.data",
+    "lucidyolo.cli.data", "lucidyolo.data.tiling", "lucidyolo.cli.tile",
 ]  # fmt: skip
 
 
