@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import shapely
@@ -192,8 +193,44 @@ def _as_image(
     return drb, dsc, dlb, grb, glb, gdf
 
 
+def match_voc(ious: np.ndarray, difficult: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """VOC / DOTA task-1 matching of one image's detections of one class at one threshold.
+
+    The classic rule DOTA's published figures come from, which differs from
+    :func:`match_detections` in two ways: each detection looks only at its
+    highest-IoU GT (difficult ones included), and needs ``IoU > t`` (strict).
+    That GT difficult: ignored; already taken: a false positive (a duplicate);
+    else a true positive.
+
+    Args:
+        ious: ``(n, m)`` IoU, rows in descending score.
+        difficult: ``(m,)`` bool.
+        thresholds: ``(1,)`` the IoU threshold.
+
+    Returns:
+        ``(1, n)`` int8 status as :func:`match_detections`.
+    """
+    t = float(np.asarray(thresholds).reshape(-1)[0])
+    n, m = ious.shape
+    status = np.zeros((1, n), np.int8)
+    if n == 0 or m == 0:
+        return status
+    difficult = np.asarray(difficult, dtype=bool).reshape(m)
+    best = ious.argmax(1)  # (n,) first on ties
+    over = ious[np.arange(n), best] > t
+    status[0, over & difficult[best]] = -1
+    taken = np.zeros(m, bool)
+    # Sequential by nature: the first (highest-scored) detection on a GT takes it.
+    for d in np.flatnonzero(over & ~difficult[best]):
+        if not taken[best[d]]:
+            taken[best[d]] = True
+            status[0, d] = 1
+    return status
+
+
 def _evaluate(
-    dets: DetList, gts: GtList, num_classes: int, thresholds: np.ndarray, max_dets: int | None
+    dets: DetList, gts: GtList, num_classes: int, thresholds: np.ndarray, max_dets: int | None,
+    matcher: Any = match_detections,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Per class: the ranked ``(T, n_c)`` status of its detections over all images, and ``npos (C,)``."""
     if len(dets) != len(gts):
@@ -211,7 +248,7 @@ def _evaluate(
         for c in np.unique(dlb).tolist():  # a class with GT only adds to npos
             di, gi = dlb == c, glb == c
             scores[c].append(dsc[di])
-            status[c].append(match_detections(rotated_iou(drb[di], grb[gi]), gdf[gi], thresholds))
+            status[c].append(matcher(rotated_iou(drb[di], grb[gi]), gdf[gi], thresholds))
     ranked = []
     for c in range(num_classes):
         if not scores[c]:
@@ -375,8 +412,9 @@ class VOCAP:
 def voc_map50(dets: DetList, gts: GtList, num_classes: int, use_07_metric: bool = True) -> VOCAP:
     """DOTA-style VOC mAP at IoU 0.5 (the figure DOTA's task-1 evaluation publishes).
 
-    Same matching and difficult rule as :func:`rotated_map` at IoU 0.5, no cap
-    on detections per image (whole scenes carry thousands), and VOC AP.
+    DOTA's classic matching (:func:`match_voc`: the highest-IoU GT only, IoU >
+    0.5, a duplicate is a false positive, a difficult best GT is ignored), no
+    cap on detections per image (whole scenes carry thousands), and VOC AP.
 
     The default is the VOC2007 11-point metric: DOTA's official evaluation and
     the figures published against it use it, and the point of this number is
@@ -394,7 +432,7 @@ def voc_map50(dets: DetList, gts: GtList, num_classes: int, use_07_metric: bool 
     Returns:
         :class:`VOCAP`.
     """
-    ranked, npos = _evaluate(dets, gts, int(num_classes), np.array([0.5]), None)
+    ranked, npos = _evaluate(dets, gts, int(num_classes), np.array([0.5]), None, matcher=match_voc)
     ap50 = np.full(int(num_classes), np.nan)
     for c, status in enumerate(ranked):
         if npos[c] > 0:

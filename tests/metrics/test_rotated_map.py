@@ -316,3 +316,17 @@ def test_upright_matches_pycocotools(seed: int):
         else:
             assert np.isnan(ours.ap50_95[c])
     assert 0.05 < ours.map50_95 < 0.95  # a non-trivial case
+
+
+def test_voc_matching_is_dotas_classic_rule():
+    from lucidyolo.metrics.rotated_map import match_voc
+
+    # Detections in score order vs GTs [easy0, easy1, difficult2].
+    ious = np.array([
+        [0.9, 0.6, 0.0],  # best easy0 -> TP
+        [0.8, 0.7, 0.0],  # best easy0 again: a duplicate is an FP, although easy1 is free (match_detections: TP)
+        [0.0, 0.6, 0.7],  # best is the difficult GT -> ignored, although easy1 overlaps > 0.5
+        [0.0, 0.5, 0.0],  # IoU exactly 0.5 is not > 0.5 -> FP
+    ])
+    got = match_voc(ious, np.array([False, False, True]), np.array([0.5]))
+    assert got.tolist() == [[1, 0, -1, 0]]
