@@ -158,3 +158,30 @@ def read_dota(split_dir: Path, fields: tuple[str, ...], *, name: str = "") -> Im
         name=name or str(split_dir),
         layout="dota",
     )
+
+
+def refuse_untiled_scenes(source: ImageSource, img_size: int) -> None:
+    """Refuse to train on whole DOTA scenes: a ``labelTxt`` split whose images are larger than the training size.
+
+    Letterboxing a 4000 px scene to 1024 px shrinks a 12 px vehicle to 3 px, so
+    the run would train on objects the tiles show at their real size.
+
+    Raises:
+        DataError: naming the largest scene and ``lucid data tile dota``.
+    """
+    if source.layout != "dota" or len(source) == 0:
+        return
+    hw = source.all_hw()
+    sides = hw.max(axis=1)
+    worst = int(sides.argmax())
+    if int(sides[worst]) <= img_size:
+        return
+    h, w = (int(v) for v in hw[worst])
+    big = int((sides > img_size).sum())
+    raise DataError(
+        f"{big} of {len(source)} images in {source.name or source.root} are larger than the training size "
+        f"{img_size} px (the largest, {source.image_path(worst).name}, is {w} x {h}): these are whole DOTA scenes.",
+        why="training reads tiles, never whole scenes: letterboxing a scene shrinks its small objects to a few pixels.",
+        fix=f"Cut them into tiles first: `lucid data tile dota --root <DOTA root> --out <tiles> --patch {img_size}`, "
+            "then train on `--data-root <tiles>`.",
+    )

@@ -100,11 +100,13 @@ def run_eval(
         "split": split,
         "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),
         "img_size": img_size,
-        "engine": "pycocotools",
+        "engine": outcome.get("engine", "pycocotools"),
         "versions": library_versions(),
         "config": cfg.model_dump(mode="json"),
         "paths": paths,
         "timings": timing,
+        # a protocol's own summary figures (e.g. how many whole scenes its tiles make)
+        **{k: v for k, v in outcome.items() if k not in ("paths", "timings", "results", "num_images", "engine")},
     }
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)

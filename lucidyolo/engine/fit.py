@@ -114,6 +114,7 @@ def _fit(
     import pytorch_lightning as pl
     import torch
 
+    from lucidyolo.data.dota import refuse_untiled_scenes
     from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.build import (
         build_datamodule,
@@ -133,6 +134,7 @@ def _fit(
 
     data_root = data_root_of(spec, cfg)
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
+    refuse_untiled_scenes(train_src, cfg.data.img_size)
     val_src = open_split(spec, cfg, data_root, cfg.data.val_split, "val")
     num_classes = resolve_num_classes(cfg, train_src)
     if list(val_src.class_names) != list(train_src.class_names):

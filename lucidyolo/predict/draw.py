@@ -114,3 +114,25 @@ def draw_keypoints(image: np.ndarray, points: np.ndarray, flip_idx: Sequence[int
                 draw.ellipse((x - radius, y - radius, x + radius, y + radius), fill=SIDE_COLOURS[side],
                              outline=(0, 0, 0))
     return out
+
+
+def draw_rotated(image: np.ndarray, polygons: np.ndarray, scores: np.ndarray, labels: np.ndarray,
+                 names: Sequence[str]) -> Image.Image:
+    """Rotated boxes as their quadrilaterals ``(N, 4, 2)`` in image pixels, never their upright envelopes.
+
+    The "name score" caption sits at the corner highest on screen.
+    """
+    out = Image.fromarray(image)
+    draw = ImageDraw.Draw(out)
+    width = max(1, round(max(image.shape[:2]) / 320))
+    for quad, score, label in zip(polygons.tolist(), scores.tolist(), labels.tolist(), strict=True):
+        colour = class_colour(int(label))
+        draw.line([*map(tuple, quad), tuple(quad[0])], fill=colour, width=width)
+        name = names[int(label)] if 0 <= int(label) < len(names) else str(int(label))
+        caption = f"{name} {score:.2f}"
+        x, y = min(quad, key=lambda p: p[1])
+        y = max(0.0, y - 11)
+        tw = draw.textlength(caption)
+        draw.rectangle((x, y, x + tw + 4, y + 11), fill=colour)
+        draw.text((x + 2, y), caption, fill=(0, 0, 0))
+    return out

@@ -79,6 +79,8 @@ Commands
     ``lucid eval``'s protocol; returns ``{"paths": {path: {iou_type: stats
     dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``.
     :mod:`lucidyolo.metrics.coco_protocol` is the reusable pycocotools protocol.
+    Optional keys: ``num_images``, ``engine`` (what scored it; default
+    ``pycocotools``) and any other JSON-able summary figure, copied into the report.
     ``options`` holds the command's task-independent switches (``masks``).
 
 ``predict(decoded, image_hw, letterbox, class_names, conf) -> list[dict]``

@@ -1,8 +1,10 @@
 """The built-in oriented-box task (``obb``, alias ``oriented``).
 
-Declares ``multi_device=False``: its rotated mAP ranks every detection of the
-split together and is not gathered across ranks, so more than one device would
-report a per-rank number that looks plausible and is wrong.
+Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
+:mod:`lucidyolo.tasks.obb_hooks`. Declares ``multi_device=False``: its rotated
+mAP ranks every detection of the split together and is not gathered across
+ranks, so more than one device would report a per-rank number that looks
+plausible and is wrong.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
-from lucidyolo.tasks.api import MetricSpec, TaskCapabilities, TaskSpec
+from lucidyolo.tasks.api import (
+    ExportSpec,
+    GateSpec,
+    MetricSpec,
+    TaskCapabilities,
+    TaskSpec,
+    lazy_hook,
+)
 
 
 class ObbModelConfig(ModelConfig):
@@ -20,15 +29,44 @@ class ObbModelConfig(ModelConfig):
     angle_gain: float = Field(0.25, ge=0, description="1.0 destabilises training; 0.25 is the measured choice")
 
 
+_HOOKS = "lucidyolo.tasks.obb_hooks"
+
 SPEC = TaskSpec(
     name="obb",
     aliases=("oriented",),
     description="rotated boxes, long-edge angle (DOTA-v1.0 tiles, YOLO-OBB roots)",
     config_model=ObbModelConfig,
     capabilities=TaskCapabilities(multi_device=False, export=True),
+    default_preset="obb_nano_smoke.yaml",
+    synthetic_preset="obb_nano_synthetic.yaml",
     fields=("rboxes",),
-    metrics=MetricSpec(keys=("val/rotated_mAP50-95", "val/rotated_mAP50")),
+    loss_terms=("box", "cls", "l1", "angle"),
+    metrics=MetricSpec(
+        keys=("val/rotated_mAP50", "val/rotated_mAP50-95"),
+        primary="val/rotated_mAP50-95",
+        summary=("val/rotated_mAP50-95", "val/rotated_mAP50"),
+        columns={"val/rotated_mAP50": "metrics/mAP50(R)", "val/rotated_mAP50-95": "metrics/mAP50-95(R)"},
+    ),
     eval_img_size=1024,
     eval_batch_size=8,
-    default_preset="obb_nano_smoke.yaml",
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    gate=GateSpec(
+        preset="obb_nano_overfit.yaml",
+        metric="rotated mAP50 (train slice, e2e, exact polygon IoU, 101-point)",
+        floor=0.90,
+        score=lazy_hook(f"{_HOOKS}:gate_score"),
+        images=40,
+        epochs=100,
+    ),
+    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
+    predict=lazy_hook(f"{_HOOKS}:predict"),
+    draw=lazy_hook(f"{_HOOKS}:draw"),
+    export=ExportSpec(
+        outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
+    ),
 )
