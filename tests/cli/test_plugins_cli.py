@@ -139,6 +139,15 @@ def test_contract_check_runs_every_keypoint_hook_and_records_the_protocol_refusa
     assert done["evaluate"].startswith("refused: ") and "17 person points" in done["evaluate"]
 
 
+def test_contract_check_runs_every_obb_hook(tmp_path):
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    done = exercise_hooks(get_task("oriented"), workdir=tmp_path)
+    assert done["decode"][1:] == (300, 7) and done["build_criterion"] == ["angle", "box", "cls", "l1"]
+    assert done["evaluate"] == ["e2e", "nms"] and done["export.check"] is True
+
+
 def test_contract_check_names_the_hook_that_breaks_its_contract(tmp_path):
     import dataclasses
 
