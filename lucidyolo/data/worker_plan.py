@@ -9,11 +9,12 @@ pool can still be resident while validation runs (an epoch cut short by
 once, each at the largest batch it can emit, for every training process on the
 host (they share one /dev/shm).
 
-Automatic count: the largest ``w <= min(batch_size, cores per process)`` whose
-in-flight bytes (training and validation at ``w`` workers each) fit
-``SHM_FRACTION`` of the free space; 0 (load in the main process) when even one
-worker does not fit. A count the user names is refused when its in-flight
-bytes exceed *all* the free space: such a run cannot finish.
+Automatic count: the largest ``w <= wanted`` whose in-flight bytes (training
+and validation at ``w`` workers each) fit ``SHM_FRACTION`` of the free space; 0
+(load in the main process) when even one worker does not fit. ``wanted``
+(:func:`wanted_workers`) counts the cores the training step itself needs and
+the start-up every pool pays each epoch. A count the user names is refused when
+its in-flight bytes exceed *all* the free space: such a run cannot finish.
 """
 
 from __future__ import annotations
@@ -25,6 +26,39 @@ from lucidyolo.data.shm import SHM_FRACTION, local_world_size, shm_free_bytes, s
 from lucidyolo.errors import UserError
 
 MB = 1e6
+
+CPU_STEP_CORES_PER_WORKER = 4
+"""A CPU training step uses every core; one loader worker per this many cores, and none below 8 cores."""
+
+MIN_BATCHES_PER_WORKER = 4
+"""A pool started each epoch needs this many batches per worker to pay for its start-up (train and validation)."""
+
+
+def wanted_workers(cores: int, batch_size: int, *, cpu_step: bool, batches_per_epoch: int | None = None) -> int:
+    """The automatic worker count before the /dev/shm budget (docs/DECISIONS.md, "Loader workers").
+
+    - An accelerator step needs one core to drive the device: ``cores - 1`` workers.
+    - A CPU step runs torch's kernels on every core, so a worker slows the step by
+      the core it takes; it pays only on a machine with cores to spare:
+      ``cores // 4`` from 8 cores up, 0 below (on 2 cores 0 workers trained the
+      shapes benchmark 22 % faster than 2: 43 s against 55 s for 6 epochs).
+    - Workers start again every epoch (train and validation pools): with fewer
+      than ``MIN_BATCHES_PER_WORKER`` batches per worker an epoch is too short to
+      win back that start-up.
+
+    Args:
+        cores: cores of this process (its share when several ranks share a host).
+        batch_size: per-process batch size; never more workers than images in a batch.
+        cpu_step: the training step runs on the CPU.
+        batches_per_epoch: training batches per epoch (``None``: not limited by it).
+    """
+    if cpu_step:
+        wanted = cores // CPU_STEP_CORES_PER_WORKER if cores >= 2 * CPU_STEP_CORES_PER_WORKER else 0
+    else:
+        wanted = max(1, cores - 1)
+    if batches_per_epoch is not None:
+        wanted = min(wanted, batches_per_epoch // MIN_BATCHES_PER_WORKER)
+    return max(0, min(batch_size, wanted))
 
 
 def available_cores() -> int:
@@ -114,6 +148,7 @@ class WorkerPlan:
     val_batch_bytes: int
     prefetch_factor: int
     val_inherited: bool = True
+    cpu_step: bool = False
 
     def in_flight_bytes(self, train: int | None = None, val: int | None = None) -> int:
         """Shared-memory bytes one process keeps in flight (default: at the planned counts)."""
@@ -130,6 +165,10 @@ class WorkerPlan:
     def describe(self) -> str:
         """One line naming the counts and the numbers behind them."""
         counts = f"{self.train} training, {self.val} validation"
+        if self.auto and self.wanted == 0 and self.train == 0:
+            why = ("the CPU training step uses every core, and a worker would take one from it"
+                   if self.cpu_step else "an epoch has too few batches to pay for starting workers")
+            return f"loader workers: {counts} (the main process loads: {why})"
         if self.free_bytes is None:
             return f"loader workers: {counts} (no /dev/shm on this host: not budgeted)"
         shm = f"/dev/shm {self.free_bytes / MB:.1f} MB free" + (f" for {self.ranks} processes" if self.ranks > 1 else "")
@@ -156,6 +195,8 @@ def plan_workers(
     cores: int | None = None,
     free_bytes: int | None | str = "probe",
     ranks: int | None = None,
+    cpu_step: bool = False,
+    batches_per_epoch: int | None = None,
 ) -> WorkerPlan:
     """Choose (or check) the training and validation worker counts.
 
@@ -169,6 +210,7 @@ def plan_workers(
         cores: override the detected core count (tests).
         free_bytes: override the probed free /dev/shm (``None`` = no /dev/shm).
         ranks: training processes on this host (default ``LOCAL_WORLD_SIZE``).
+        cpu_step, batches_per_epoch: see :func:`wanted_workers`.
 
     Raises:
         UserError: a named count is negative, or its batches cannot fit the free /dev/shm.
@@ -179,13 +221,13 @@ def plan_workers(
     ranks = local_world_size() if ranks is None else max(1, int(ranks))
     cores = available_cores() if cores is None else int(cores)
     free = shm_free_bytes() if free_bytes == "probe" else free_bytes
-    wanted = max(1, min(batch_size, max(1, cores // ranks)))
+    wanted = wanted_workers(max(1, cores // ranks), batch_size, cpu_step=cpu_step, batches_per_epoch=batches_per_epoch)
 
     def plan(train: int, val: int) -> WorkerPlan:
         return WorkerPlan(
             train=train, val=val, wanted=wanted, auto=requested is None, free_bytes=free, ranks=ranks,  # type: ignore[arg-type]
             train_batch_bytes=train_batch_bytes, val_batch_bytes=val_batch_bytes, prefetch_factor=prefetch_factor,
-            val_inherited=val_requested is None,
+            val_inherited=val_requested is None, cpu_step=cpu_step,
         )
 
     if free is None:  # nothing to budget against

@@ -143,7 +143,7 @@ def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: Im
         augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
         persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
-        local_ranks=local_ranks(cfg, cuda),
+        local_ranks=local_ranks(cfg, cuda), cpu_step=accelerator == "cpu",
     )
 
 

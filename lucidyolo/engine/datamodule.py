@@ -31,6 +31,8 @@ class TrainingDataModule(pl.LightningDataModule):
         val_num_workers: explicit validation pool size (``None``: follow the training count).
         local_ranks: training processes on this host (they share /dev/shm); ``None`` = ``LOCAL_WORLD_SIZE``.
         prefetch_factor, persistent_workers: DataLoader settings.
+        cpu_step: the training step runs on the CPU (fewer automatic workers; see
+            :func:`~lucidyolo.data.worker_plan.wanted_workers`).
         cache_train_images: decode training images once into RAM.
         device_hsv: colour jitter on the accelerator.
         val_batch_size: validation batch size (default: ``batch_size``).
@@ -54,6 +56,7 @@ class TrainingDataModule(pl.LightningDataModule):
         val_num_workers: int | None = None,
         prefetch_factor: int = 2,
         persistent_workers: bool = False,
+        cpu_step: bool = False,
         cache_train_images: bool = False,
         device_hsv: bool = False,
         val_batch_size: int | None = None,
@@ -78,6 +81,7 @@ class TrainingDataModule(pl.LightningDataModule):
         self.val_num_workers = val_num_workers
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        self.cpu_step = cpu_step
         self.cache_train_images = cache_train_images
         self.device_hsv = device_hsv
         self.train_dataset: TrainDataset | None = None
@@ -117,6 +121,7 @@ class TrainingDataModule(pl.LightningDataModule):
             self._plan = plan_workers(
                 self.num_workers, self.val_num_workers, batch_size=self.batch_size, train_batch_bytes=train_bytes,
                 val_batch_bytes=val_bytes, prefetch_factor=self.prefetch_factor, ranks=self.local_ranks,
+                cpu_step=self.cpu_step, batches_per_epoch=max(1, len(self.train_source) // max(1, self.batch_size)),
             )
         return self._plan
 

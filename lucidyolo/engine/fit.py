@@ -126,7 +126,7 @@ def _fit(
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
     from lucidyolo.engine.run_dir import run_dir_for
-    from lucidyolo.engine.trainer_factory import make_trainer, uses_cuda
+    from lucidyolo.engine.trainer_factory import make_trainer, uses_cuda, uses_mps
 
     run = run_dir_for(spec.name, cfg, resume)
     if run.checkpoint is not None:
@@ -146,8 +146,11 @@ def _fit(
 
     cuda = uses_cuda(cfg)
     pl.seed_everything(cfg.seed, workers=False, verbose=False)
+    # channels_last on CUDA and on the CPU (oneDNN's convolutions): a CPU step at 320 px x 8 on 2 cores goes
+    # from 429 to 308 ms (forward 132 -> 74 ms, backward 191 -> 140 ms); MPS keeps the default layout.
     system = build_system(
-        spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src), channels_last=cuda
+        spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src),
+        channels_last=cuda or not uses_mps(cfg),
     )
     if should_compile(cfg.model.compile_step, spec, cuda):
         # The bound method, not the module: checkpoint keys stay those of the eager model. Batch size

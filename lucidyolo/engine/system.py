@@ -48,7 +48,7 @@ class TrainingSystem(pl.LightningModule):
         warmup_epochs: linear warmup length in epochs (0 = none).
         optimizer: ``"musgd"`` or ``"sgd"`` (Nesterov SGD, the control arm).
         batch_size: per-device batch size.
-        channels_last: use the channels-last memory format (CUDA only, set by the engine).
+        channels_last: use the channels-last memory format (CUDA and CPU; set by the engine).
     """
 
     def __init__(

@@ -32,16 +32,17 @@ def test_a_64_mib_shm_gets_no_workers_and_the_line_names_the_numbers():
     assert (plan.train, plan.val) == (0, 0)
     assert _in_flight(1) > 0.5 * 64 * MIB  # even one worker per loader would not fit half the space
     line = plan.describe()
-    assert "0 training, 0 validation instead of 16" in line
+    assert "0 training, 0 validation instead of 15" in line
     assert "67.1 MB free" in line and "19.7 MB per batch" in line and "--shm-size" in line
 
 
-@pytest.mark.parametrize(("free", "cores", "expected"), [(GIB, 16, 6), (GIB, 2, 2), (16 * GIB, 16, 16), (16 * GIB, 2, 2)])
+# An accelerator step keeps one core for the main process: 16 cores -> at most 15 workers, 2 -> 1.
+@pytest.mark.parametrize(("free", "cores", "expected"), [(GIB, 16, 6), (GIB, 2, 1), (16 * GIB, 16, 15), (16 * GIB, 2, 1)])
 def test_the_count_is_the_largest_whose_batches_fit_half_the_free_space(free, cores, expected):
     plan = _plan(free, cores=cores)
     assert (plan.train, plan.val) == (expected, expected)
     assert plan.in_flight_bytes() == _in_flight(expected) <= 0.5 * free
-    if expected < min(cores, 16):
+    if expected < min(cores - 1, 16):
         assert _in_flight(expected + 1) > 0.5 * free
 
 
@@ -55,7 +56,7 @@ def test_ranks_on_one_host_split_cores_and_shm():
 
 def test_no_shm_means_no_budget_and_workers_stay():
     plan = _plan(None, cores=4)
-    assert (plan.train, plan.val) == (4, 4) and "not budgeted" in plan.describe()
+    assert (plan.train, plan.val) == (3, 3) and "not budgeted" in plan.describe()
     assert batches_in_flight(0, 2) == 0 and batches_in_flight(3, 2) == 7
 
 
@@ -97,3 +98,25 @@ def test_the_largest_batch_counts_the_densest_image_and_what_training_adds(tmp_p
     train = largest_batch_nbytes(source, fields_of("seg"), 4, 64, train=True, mixup=True, copy_paste=True)
     assert train == packed_nbytes(fields_of("seg"), 4, 64, 16 * most, ring_points=16 * points, rings=16 * rings, page=shm_page_size())
     assert largest_batch_nbytes(source, fields_of("seg"), 4, 64, train=True, float_images=True) > 4 * 3 * 64 * 64 * 4
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 0), (2, 0), (4, 0), (7, 0), (8, 2), (16, 4), (64, 16)])
+def test_a_cpu_step_leaves_its_cores_to_the_step(cores, expected):
+    # 2 cores: the shapes benchmark trained 6 epochs in 43 s with 0 workers against 55 s with 2.
+    plan = plan_workers(None, None, batch_size=16, train_batch_bytes=BATCH_640_16, val_batch_bytes=BATCH_640_16,
+                        cores=cores, free_bytes=None, cpu_step=True)
+    assert plan.train == plan.val == expected
+    if expected == 0:
+        assert "the CPU training step uses every core" in plan.describe()
+
+
+def test_short_epochs_get_fewer_workers():
+    # 8 batches an epoch: each of at most 2 workers gets its 4 batches; 3 batches: not worth starting a pool.
+    plan = plan_workers(None, None, batch_size=8, train_batch_bytes=BATCH_640_16, val_batch_bytes=BATCH_640_16,
+                        cores=16, free_bytes=None, batches_per_epoch=8)
+    assert plan.train == 2
+    assert plan_workers(None, None, batch_size=8, train_batch_bytes=1, val_batch_bytes=1, cores=16, free_bytes=None,
+                        batches_per_epoch=3).train == 0
+    # a named count is the user's: not reduced
+    assert plan_workers(3, None, batch_size=8, train_batch_bytes=1, val_batch_bytes=1, cores=16, free_bytes=None,
+                        cpu_step=True, batches_per_epoch=3).train == 3
