@@ -82,8 +82,10 @@ def run_eval(
     if img_size % 32:
         raise UserError(f"--img-size {img_size} is not a multiple of 32.", fix="Use e.g. 640.")
     dev = pick_device(device)
+    from lucidyolo.models.inference_view import inference_model
+
     outcome = spec.evaluate(
-        model=restored.model, decode=spec.decode, source=source, img_size=img_size,
+        model=inference_model(restored.model, ("e2e", "nms"), dev), decode=spec.decode, source=source, img_size=img_size,
         batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit, options={"masks": masks},
     )
     paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}

@@ -51,7 +51,9 @@ def run_predict(
     if size % 32:
         raise UserError(f"--img-size {size} is not a multiple of 32.", fix="Use e.g. 640.")
     dev = pick_device(device)
-    model = restored.model.to(dev)
+    from lucidyolo.models.inference_view import inference_model
+
+    model = inference_model(restored.model, paths=(decoder,), device=dev)  # BN folded; e2e: o2o branch only
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)
     results = []
