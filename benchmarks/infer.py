@@ -7,17 +7,27 @@ what a user runs without the deploy view.
 Both run in eval mode under ``torch.inference_mode`` after warm-up, interleaved in
 one process so the ratio is fair on a shared machine. Prints ONE JSON line.
 
-Usage: python benchmarks/infer.py [--variant n] [--repeats 5]
+``--predict DIR`` adds what ``lucid predict`` costs per JPEG end to end after
+warm-up (read, letterbox, the predict path's model view, decode, the task's
+result dicts), timed between consecutive images of the folder by the engine's
+own ``run_predict`` on a one-epoch checkpoint (``benchmarks/_checkpoint.py``).
+
+Usage: python benchmarks/infer.py [--variant n] [--repeats 5] [--predict ../shared/data/coco128_coco/train2017] [--predict-images 41]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks._checkpoint` when run as a script
 
 from lucidyolo.decode.e2e import e2e_topk
 from lucidyolo.models import create_model
@@ -67,6 +77,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--variant", default="n")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--predict", type=Path, default=None, help="a folder of JPEGs for the lucid predict latency")
+    parser.add_argument("--predict-images", type=int, default=41)
+    parser.add_argument("--predict-size", type=int, default=640)
     args = parser.parse_args()
     torch.manual_seed(0)
     model = create_model(args.variant).eval()
@@ -93,7 +106,32 @@ def main() -> None:
             # same graph with and without folding, and the deploy view against the whole eval model
             result[f"{tag}_speedup"] = round(ms_a / ms_b, 3)
             result[f"{tag}_speedup_vs_full_eval"] = round(ms_c / ms_b, 3)
+    if args.predict is not None:
+        result.update(predict_latency(args.predict, args.predict_images, args.predict_size, args.variant))
     print(json.dumps(result))
+
+
+def predict_latency(folder: Path, n: int, size: int, variant: str) -> dict:
+    """Milliseconds per image of the engine's ``run_predict`` over ``n`` JPEGs: median gap between images."""
+    from benchmarks._checkpoint import det_checkpoint
+    from lucidyolo.engine.predict import run_predict
+
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg"))[:n]
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = det_checkpoint(Path(tmp), variant)
+        stamps: list[float] = []
+        run_predict(ckpt, str(files[0]), img_size=size)  # warm-up: process, allocator, kernels
+        listing = Path(tmp) / "images"
+        listing.mkdir()
+        for f in files:
+            (listing / f.name).symlink_to(f.resolve())
+        t0 = time.perf_counter()
+        run_predict(ckpt, str(listing), img_size=size, on_image=lambda *_: stamps.append(time.perf_counter()))
+        total = time.perf_counter() - t0
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+    return {"predict_images": len(files), "predict_img_size": size,
+            "predict_ms_per_image_median": round(gaps[len(gaps) // 2] * 1e3, 2),
+            "predict_ms_per_image_mean_incl_setup": round(total / len(files) * 1e3, 2)}
 
 
 if __name__ == "__main__":

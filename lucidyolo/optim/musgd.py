@@ -113,35 +113,44 @@ class MuSGD(Optimizer):
 
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, mu = group["lr"], group["momentum"]
-        # Matrices of equal shape share one batched Newton-Schulz call: conv nets have
-        # many identical small kernels, and one bmm beats dozens of tiny matmuls.
-        matrices: dict[tuple[torch.Size, torch.dtype, torch.device], list[tuple[Tensor, Tensor]]]
-        matrices = defaultdict(list)
+        params, grads, bufs = [], [], []
         for p in group["params"]:
             if p.grad is None:
                 continue
             if p.grad.is_sparse:
                 raise RuntimeError("MuSGD does not support sparse gradients")
-            grad = p.grad
             state = self.state[p]
             if "momentum_buffer" not in state:
                 state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            buf = state["momentum_buffer"]
-            buf.mul_(mu).add_(grad)
-            direction = grad.add(buf, alpha=mu) if group["nesterov"] else buf.clone()
+            params.append(p)
+            grads.append(p.grad)
+            bufs.append(state["momentum_buffer"])
+        if not params:
+            return
+        # One fused kernel per elementwise step over all tensors (the arithmetic of the
+        # per-tensor loop, in the same order): a conv net has hundreds of small tensors.
+        torch._foreach_mul_(bufs, mu)
+        torch._foreach_add_(bufs, grads)
+        directions = torch._foreach_add(grads, bufs, alpha=mu) if group["nesterov"] else [b.clone() for b in bufs]
+        vectors = [(p, d) for p, d in zip(params, directions, strict=True) if p.ndim < 2]
+        if vectors:
+            torch._foreach_add_([p for p, _ in vectors], [d for _, d in vectors], alpha=-lr)
+        # Matrices of equal shape share one batched Newton-Schulz call: conv nets have
+        # many identical small kernels, and one bmm beats dozens of tiny matmuls.
+        matrices: dict[tuple[torch.Size, torch.dtype, torch.device], list[tuple[Tensor, Tensor]]]
+        matrices = defaultdict(list)
+        for p, d in zip(params, directions, strict=True):
             if p.ndim >= 2:
-                matrices[(p.shape, p.dtype, p.device)].append((p, direction))
-            else:
-                p.add_(direction, alpha=-lr)
-        for (shape, _, _), items in matrices.items():
+                matrices[(p.shape, p.dtype, p.device)].append((p, d))
+        for (shape, dtype, _), items in matrices.items():
             rows = shape[0]
             cols = math.prod(shape[1:])
             stacked = torch.stack([d.reshape(rows, cols) for _, d in items])  # (N, A, B)
             ortho = newton_schulz5(stacked, steps=group["ns_steps"])
             scale = group["muon_weight"] * group["rms_scale"] * math.sqrt(max(rows, cols))
-            for (p, direction), o in zip(items, ortho, strict=True):
-                update = o.view(shape).to(p.dtype).mul_(scale)
-                update.add_(direction, alpha=group["sgd_weight"])
-                if group["weight_decay"] != 0:
-                    update.add_(p, alpha=group["weight_decay"])
-                p.add_(update, alpha=-lr)
+            ps = [p for p, _ in items]
+            updates = [o.view(shape).to(dtype) for o in (ortho * scale).unbind(0)]
+            torch._foreach_add_(updates, [d for _, d in items], alpha=group["sgd_weight"])
+            if group["weight_decay"] != 0:
+                torch._foreach_add_(updates, ps, alpha=group["weight_decay"])
+            torch._foreach_add_(ps, updates, alpha=-lr)
