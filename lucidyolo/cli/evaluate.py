@@ -25,6 +25,10 @@ def evaluate(
         None, "--save-json", help="Write the results file (e2e path; *_nms.json beside it)."
     ),
     task: str | None = typer.Option(None, "--task", help="Must match the checkpoint's task if given."),
+    fold: bool = typer.Option(
+        True, "--fold/--no-fold",
+        help="Fold BatchNorm into the convolutions (faster); --no-fold scores the graph exactly as training validated it.",
+    ),
 ) -> None:
     """Score a checkpoint with its task's protocol (pycocotools for det), both decode paths."""
     from lucidyolo.engine.evaluate import run_eval
@@ -37,6 +41,7 @@ def evaluate(
         checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=flag in ("true", "1", "yes") and not no_masks,
         img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
+        fold=fold,
     )
     print_report(report)
 

@@ -12,7 +12,7 @@ validation: ``model.task`` picks the plugin, the plugin's model validates the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -33,17 +33,26 @@ class ModelConfig(StrictModel):
     num_classes: int | Literal["auto"] = Field(
         "auto", description="'auto' reads the dataset's class list; a number must match it"
     )
-    lr: float = Field(0.01, gt=0, description="peak learning rate at batch 64 (scaled linearly with batch)")
+    lr: float = Field(0.01, gt=0, description="peak learning rate at `lr_reference_batch`, scaled to the batch")
     lr_reference_batch: int = Field(64, gt=0, description="batch size at which `lr` applies")
+    lr_scaling: Literal["auto", "linear", "none"] = Field(
+        "auto", description="lr vs global batch: 'auto' is linear at or above the reference batch, unscaled below"
+    )
     lrf: float = Field(0.01, gt=0, le=1, description="final lr as a fraction of the peak")
     momentum: float = Field(0.95, ge=0, lt=1)
     weight_decay: float = Field(5e-4, ge=0)
-    warmup_epochs: float = Field(3.0, ge=0)
+    warmup_epochs: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
+        "auto", description="'auto': 3 epochs, at most 3% of the run's optimizer steps"
+    )
     optimizer: Literal["musgd", "sgd"] = "musgd"
-    close_mosaic: int = Field(10, ge=0, description="epochs at the end trained without mosaic")
+    close_mosaic: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        "auto", description="epochs at the end trained without mosaic; 'auto': 10, at most 1/6 of the epochs"
+    )
     ema: bool = True
     ema_decay: float = Field(0.9999, gt=0, lt=1)
-    ema_tau: float = Field(2000.0, gt=0)
+    ema_tau: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
+        "auto", description="EMA ramp in updates; 'auto': 2000, at most a quarter of the run's optimizer steps"
+    )
     box_gain: float = Field(7.5, ge=0)
     cls_gain: float = Field(0.5, ge=0)
     l1_gain: float = Field(6.0, ge=0)

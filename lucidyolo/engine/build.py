@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -122,8 +123,9 @@ def build_system(
         config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},
         class_names=class_names,
         dataset_meta=meta,
-        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lrf=m.lrf, momentum=m.momentum,
-        weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs, optimizer=m.optimizer,
+        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, lrf=m.lrf, momentum=m.momentum,
+        weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs,
+        optimizer=m.optimizer,
         batch_size=cfg.data.batch_size, channels_last=channels_last,
     )
 
@@ -132,6 +134,7 @@ def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: Im
     """The DataModule; ``data.device_hsv`` is honoured only where it can run (else warns once)."""
     from lucidyolo.data.device_hsv import resolve_device_hsv
     from lucidyolo.engine.datamodule import TrainingDataModule
+    from lucidyolo.optim.recipe import auto_close_mosaic
 
     d = cfg.data
     acc = cfg.trainer.accelerator.lower()
@@ -139,7 +142,10 @@ def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: Im
     device_hsv = resolve_device_hsv(d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy)
     return TrainingDataModule(
         train, val, spec.fields, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
-        epochs=cfg.trainer.max_epochs, close_mosaic=cfg.model.close_mosaic, mosaic=d.mosaic,
+        epochs=cfg.trainer.max_epochs, close_mosaic=(
+            auto_close_mosaic(cfg.trainer.max_epochs) if cfg.model.close_mosaic == "auto" else cfg.model.close_mosaic
+        ),
+        mosaic=d.mosaic,
         augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
         persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
@@ -163,3 +169,30 @@ def local_ranks(cfg: RunConfig, cuda: bool) -> int:
     else:
         count = 1
     return max(1, count, local_world_size())
+
+
+def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple[RunConfig, Any]:
+    """The config with its ``auto`` schedule values resolved for this run, and the :class:`Recipe`.
+
+    Optimizer steps per epoch follow the loader: ``ceil(images / (batch x ranks))``
+    batches per rank, ``ceil(batches / accumulate_grad_batches)`` steps.
+    """
+    from lucidyolo.optim.recipe import resolve_recipe
+
+    m, t = cfg.model, cfg.trainer
+    ranks = max(1, int(ranks))
+    batches = max(1, math.ceil(train_images / (cfg.data.batch_size * ranks)))
+    limit = t.limit_train_batches
+    if isinstance(limit, float) and limit <= 1.0:  # Lightning: a fraction of the epoch
+        batches = max(1, int(batches * limit))
+    elif limit is not None:
+        batches = min(batches, max(1, int(limit)))
+    steps = max(1, math.ceil(batches / t.accumulate_grad_batches))
+    recipe = resolve_recipe(
+        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, warmup_epochs=m.warmup_epochs,
+        ema_tau=m.ema_tau, close_mosaic=m.close_mosaic, epochs=t.max_epochs, steps_per_epoch=steps,
+        global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches,
+    )
+    model = m.model_copy(update={"lr_scaling": recipe.lr_scaling, "warmup_epochs": recipe.warmup_epochs,
+                                 "ema_tau": recipe.ema_tau, "close_mosaic": recipe.close_mosaic})
+    return cfg.model_copy(update={"model": model}), recipe

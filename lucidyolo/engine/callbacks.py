@@ -40,10 +40,11 @@ class EMACallback(Callback):
 
     Args:
         decay: asymptotic decay (0.9999).
-        tau: ramp time constant in optimizer steps (2000).
+        tau: ramp time constant in optimizer steps (2000), or ``"auto"``: from the run's
+            optimizer steps (:func:`lucidyolo.optim.recipe.auto_ema_tau`).
     """
 
-    def __init__(self, decay: float = 0.9999, tau: float = 2000.0) -> None:
+    def __init__(self, decay: float = 0.9999, tau: float | str = 2000.0) -> None:
         self.decay = decay
         self.tau = tau
         self.ema: ModelEMA | None = None
@@ -53,7 +54,12 @@ class EMACallback(Callback):
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if self.ema is None:
-            self.ema = ModelEMA(pl_module.model, decay=self.decay, tau=self.tau)
+            tau = self.tau
+            if tau == "auto":
+                from lucidyolo.optim.recipe import auto_ema_tau
+
+                tau = auto_ema_tau(int(trainer.estimated_stepping_batches))
+            self.ema = ModelEMA(pl_module.model, decay=self.decay, tau=float(tau))
         if self._pending is not None:
             self.ema.load_state_dict(self._pending)
             self._pending = None

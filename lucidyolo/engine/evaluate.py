@@ -48,9 +48,14 @@ def pick_device(device: str) -> Any:
 def run_eval(
     checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True, masks: bool = True,
     img_size: int | None = None, batch_size: int | None = None, device: str = "auto", limit: int | None = None,
-    output: Path | None = None, save_json: Path | None = None, task: str | None = None,
+    output: Path | None = None, save_json: Path | None = None, task: str | None = None, fold: bool = True,
 ) -> dict[str, Any]:
-    """Score a checkpoint; returns the report dict (also written to ``output``)."""
+    """Score a checkpoint; returns the report dict (also written to ``output``).
+
+    ``fold=False`` keeps BatchNorm unfolded: the forward is then the one the
+    training run validated with, to the last bit (folding changes float rounding,
+    which can swap near-tied detections).
+    """
     from lucidyolo.engine.fit import quiet_known_warnings
 
     quiet_known_warnings()
@@ -85,7 +90,7 @@ def run_eval(
     from lucidyolo.models.inference_view import inference_model
 
     outcome = spec.evaluate(
-        model=inference_model(restored.model, ("e2e", "nms"), dev), decode=spec.decode, source=source, img_size=img_size,
+        model=inference_model(restored.model, ("e2e", "nms"), dev, fold=fold), decode=spec.decode, source=source, img_size=img_size,
         batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit, options={"masks": masks},
     )
     paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
@@ -98,6 +103,7 @@ def run_eval(
         "checkpoint": str(checkpoint),
         "checkpoint_sha256": sha256_of(checkpoint),
         "weights": "ema" if restored.used_ema else "raw",
+        "bn_folded": bool(fold),
         "data_root": str(root),
         "split": split,
         "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),

@@ -18,7 +18,8 @@ from torch import Tensor, nn
 from lucidyolo.data.device_hsv import apply_device_hsv
 from lucidyolo.losses.dual import progressive_alpha
 from lucidyolo.optim.musgd import MuSGD
-from lucidyolo.optim.schedule import scaled_lr, warmup_linear_schedule
+from lucidyolo.optim.recipe import auto_warmup_epochs, scale_lr
+from lucidyolo.optim.schedule import warmup_linear_schedule
 from lucidyolo.structures.packed import PackedBatch, unpack
 
 
@@ -41,8 +42,9 @@ class TrainingSystem(pl.LightningModule):
         config: the resolved run config as plain types (stored in every checkpoint).
         class_names: contiguous class names (stored in every checkpoint).
         dataset_meta: the task's dataset meta (``TaskSpec.meta_keys``; stored in every checkpoint).
-        lr: peak lr at ``lr_reference_batch``; scaled linearly with the global batch.
+        lr: peak lr at ``lr_reference_batch``; scaled with the global batch by ``lr_scaling``.
         lr_reference_batch: batch size at which ``lr`` applies.
+        lr_scaling: ``linear``, ``none`` or ``auto`` (:func:`lucidyolo.optim.recipe.scale_lr`).
         lrf: final lr fraction.
         momentum, weight_decay: optimizer settings.
         warmup_epochs: linear warmup length in epochs (0 = none).
@@ -65,6 +67,7 @@ class TrainingSystem(pl.LightningModule):
         dataset_meta: dict[str, Any] | None = None,
         lr: float = 0.01,
         lr_reference_batch: int = 64,
+        lr_scaling: str = "linear",
         lrf: float = 0.01,
         momentum: float = 0.95,
         weight_decay: float = 5e-4,
@@ -85,6 +88,7 @@ class TrainingSystem(pl.LightningModule):
         self.dataset_meta = dict(dataset_meta or {})
         self.lr = lr
         self.lr_reference_batch = lr_reference_batch
+        self.lr_scaling = lr_scaling
         self.lrf = lrf
         self.momentum = momentum
         self.weight_decay = weight_decay
@@ -165,7 +169,7 @@ class TrainingSystem(pl.LightningModule):
     def effective_lr(self) -> float:
         world = max(int(getattr(self.trainer, "world_size", 1) or 1), 1)
         accumulate = int(getattr(self.trainer, "accumulate_grad_batches", 1) or 1)
-        return scaled_lr(self.lr, self.batch_size * world * accumulate, self.lr_reference_batch)
+        return scale_lr(self.lr, self.batch_size * world * accumulate, self.lr_reference_batch, self.lr_scaling)[0]
 
     def configure_optimizers(self) -> dict[str, Any]:
         lr = self.effective_lr()
@@ -182,7 +186,8 @@ class TrainingSystem(pl.LightningModule):
             )
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         per_epoch = max(total // max(int(self.trainer.max_epochs or 1), 1), 1)
-        warmup = min(int(round(self.warmup_epochs * per_epoch)), max(total - 1, 0))
+        epochs = self.warmup_epochs if self.warmup_epochs != "auto" else auto_warmup_epochs(total, per_epoch)
+        warmup = min(int(round(epochs * per_epoch)), max(total - 1, 0))
         sched = warmup_linear_schedule(opt, warmup_steps=warmup, total_steps=total, lrf=self.lrf)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step", "frequency": 1}}
 

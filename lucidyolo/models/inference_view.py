@@ -9,8 +9,9 @@ task's own ``decode`` hook reads them unchanged:
 - :func:`inference_model` with ``paths=("e2e",)``: the deployed trunk and o2o
   branch (:func:`~lucidyolo.models.deploy.make_deploy_model`, BN folded, no o2m
   branch, no training-only modules) behind :class:`E2EOutputs`;
-- with ``"nms"`` among the paths: a BN-folded copy of the whole model (the o2m
-  branch feeds NMS).
+- with ``"nms"`` among the paths, or for a model that is not a dual-head
+  YOLO26 (a plugin's own): a BN-folded copy of the whole model (the o2m branch
+  feeds NMS).
 
 Both run in channels-last memory layout except on MPS: oneDNN's CPU convolutions
 and cuDNN are faster with it (``benchmarks/infer.py`` has the numbers).
@@ -27,6 +28,7 @@ from torch import Tensor, nn
 
 from lucidyolo.models.deploy import DeployModel, make_deploy_model
 from lucidyolo.models.fuse import fold_batchnorm
+from lucidyolo.models.yolo26 import YOLO26
 
 
 class E2EOutputs(nn.Module):
@@ -59,15 +61,21 @@ class ChannelsLastInput(nn.Module):
         return self.model(images.contiguous(memory_format=torch.channels_last))
 
 
-def inference_model(model: nn.Module, paths: Sequence[str] = ("e2e", "nms"), device: torch.device | str = "cpu") -> nn.Module:
+def inference_model(model: nn.Module, paths: Sequence[str] = ("e2e", "nms"), device: torch.device | str = "cpu",
+                    fold: bool = True) -> nn.Module:
     """An eval-mode, gradient-free, BN-folded copy of ``model`` on ``device`` for the decode ``paths``.
 
-    The original model is not modified.
+    ``fold=False``: an unfolded copy of the whole model, whose forward is bit for
+    bit the training run's validation forward (same layout, same kernels). The
+    original model is not modified.
     """
     device = torch.device(device)
-    if tuple(paths) == ("e2e",):
+    # The o2o-only view needs the dual-head YOLO26; any other model (a plugin's own) is folded whole.
+    if tuple(paths) == ("e2e",) and fold and isinstance(model, YOLO26):
         fast: nn.Module = E2EOutputs(make_deploy_model(model))
     else:
-        fast = fold_batchnorm(copy.deepcopy(model).eval())
+        fast = copy.deepcopy(model).eval()
+        if fold:
+            fast = fold_batchnorm(fast)
     fast = fast.to(device).eval().requires_grad_(False)
     return fast if device.type == "mps" else ChannelsLastInput(fast).eval()
