@@ -1,7 +1,7 @@
 """Throughput of ``lucid eval`` on ``../shared/data/coco128_coco`` (128 COCO images), both decode paths; ONE JSON line.
 
-Runs the engine's ``run_eval`` (what the command runs) on a one-epoch nano
-checkpoint (``benchmarks/_checkpoint.py``: throughput depends on the graph, not on
+Runs the engine's ``run_eval`` (what the command runs) on a nano checkpoint
+trained for two batches on the same root (``benchmarks/_checkpoint.py``: throughput depends on the graph, not on
 what it learned) at 640 px. One forward per batch serves both paths; the
 timings split it into the forward, the decoding (top-k for e2e, NMS for nms),
 the result conversion and pycocotools per path.
@@ -37,7 +37,7 @@ def main() -> None:
     from lucidyolo.engine.evaluate import run_eval
 
     with tempfile.TemporaryDirectory() as tmp:
-        ckpt = det_checkpoint(Path(tmp))
+        ckpt = det_checkpoint(Path(tmp), data_root=args.data_root)
         t0 = time.perf_counter()
         report = run_eval(ckpt, data_root=args.data_root, split=args.split, img_size=args.img_size,
                           batch_size=args.batch_size, device="cpu")
