@@ -1,7 +1,7 @@
 """A det checkpoint for the inference benchmarks: a short ``lucid fit det`` on a small synthetic set or on the data to score.
 
 Latency does not depend on what the weights learned, only on the graph, so a
-one-epoch nano checkpoint stands in for a trained one (the detections it keeps
+short nano run stands in for a trained one (the detections it keeps
 at a threshold differ, which the per-image JSON cost barely feels).
 """
 
