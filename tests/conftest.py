@@ -13,6 +13,24 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
+def _share_the_cores_between_workers() -> None:
+    """Give each pytest-xdist worker its share of the cores as torch threads, before torch is imported.
+
+    Each worker (and every ``lucid`` it starts, which inherits the variable) would
+    otherwise run torch's OpenMP pool at the machine's full width: two workers on
+    2 cores then oversubscribe them and spin in each other's barriers. Measured on
+    2 cores: the det gate ran past its 1200 s limit beside the 2-thread
+    single-batch overfit test, against ~290 s alone. A thread count set by the
+    caller wins.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+
+
+_share_the_cores_between_workers()
+
+
 def real_data_root() -> Path | None:
     """``../shared/data`` beside the repo, or ``LUCID_REAL_DATA``; None when absent."""
     env = os.environ.get("LUCID_REAL_DATA")
