@@ -170,7 +170,8 @@ def render_affine_snapped(
     y1, x1 = min(y1, y0 + res.shape[2]), min(x1, x0 + res.shape[3])
     if x1 <= x0 or y1 <= y0:
         return (x0, y0, x0, y0), snapped
-    out[y0:y1, x0:x1] = res[0, :, : y1 - y0, : x1 - x0].permute(1, 2, 0).numpy()
+    # the kernel returns NCHW: torch's own transpose to HWC is ~2x faster than numpy's strided assignment
+    out[y0:y1, x0:x1] = res[0, :, : y1 - y0, : x1 - x0].permute(1, 2, 0).contiguous().numpy()
     return (x0, y0, x1, y1), snapped
 
 
