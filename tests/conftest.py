@@ -23,9 +23,12 @@ def _share_the_cores_between_workers() -> None:
     single-batch overfit test, against ~290 s alone. A thread count set by the
     caller wins.
     """
+    # torch-free: the engine's own core count
+    from lucidyolo.data.worker_plan import available_cores
+
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+        os.environ["OMP_NUM_THREADS"] = str(max(1, available_cores() // workers))
 
 
 _share_the_cores_between_workers()
