@@ -48,27 +48,34 @@ r = subprocess.run(fit("--data-root", data, "--data.img_size", "640", "--data.ba
                    capture_output=True, text=True, env=env)
 res["two"] = {"rc": r.returncode, "s": time.time() - t, "err": r.stderr[-3000:]}
 
+os.makedirs(out, exist_ok=True)
 last = out + "/fill/version_0/checkpoints/last.ckpt"
 p = subprocess.Popen(fit("--data-root", tiny, "--data.img_size", "320", "--data.batch_size", "8",
                          "--data.num_workers", "1", "--trainer.max_epochs", "3", "--trainer.default_root_dir", out + "/fill"),
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                     stdout=subprocess.DEVNULL, stderr=open(out + "/fill.err", "w"), env=env)
 while not os.path.exists(last) and p.poll() is None:
     time.sleep(0.02)
-# take every free byte but 512 KiB: room for the loader's semaphores, not for a 2.4 MB batch
-fd, size = os.open("/dev/shm/filler", os.O_WRONLY | os.O_CREAT), 0
-try:
-    while True:
-        size += os.write(fd, b"\0" * (1 << 16))
-except OSError:
-    pass
-os.ftruncate(fd, max(0, size - (512 << 10)))
+# Keep /dev/shm full but 512 KiB (room for the loader's semaphores, not for a 2.4 MB batch) for as long as
+# the run lives: a batch in flight when the filler starts frees its segment once consumed, and a one-off fill
+# would let the next batch take that space (the run then finished with exit 0).
+fd, size, filled = os.open("/dev/shm/filler", os.O_WRONLY | os.O_CREAT), 0, time.time()
+while p.poll() is None and time.time() - filled < 120:
+    st = os.statvfs("/dev/shm")
+    spare = st.f_bavail * st.f_frsize - (512 << 10)
+    if spare > 0:
+        try:
+            os.posix_fallocate(fd, size, spare)
+            size += spare
+        except OSError:
+            pass
+    time.sleep(0.001)
 os.close(fd)
-filled = time.time()
 try:
-    _, err = p.communicate(timeout=120)
+    p.wait(timeout=10)
 except subprocess.TimeoutExpired:
     p.kill()
-    _, err = p.communicate()
+    p.wait()
+err = open(out + "/fill.err").read()
 res["fill"] = {"rc": p.returncode, "s": time.time() - filled, "err": err[-3000:],
                "shm": sorted(n for n in os.listdir("/dev/shm") if n != "filler")}
 print(json.dumps(res))
@@ -115,4 +122,6 @@ def test_a_64_mib_dev_shm_budgets_workers_refuses_what_cannot_fit_and_survives_f
     import torch
 
     last = tmp_path / "runs" / "fill" / "version_0" / "checkpoints" / "last.ckpt"
-    assert torch.load(last, weights_only=True)["epoch"] == 0
+    # Epoch 0's checkpoint, or epoch 1's when a loaded machine let epoch 1's batches into /dev/shm before
+    # the filler took it: either way a finished epoch, intact, and never the last one (the run did not end).
+    assert torch.load(last, weights_only=True)["epoch"] in (0, 1)
