@@ -7,7 +7,25 @@ one way; :func:`lucidyolo.models.fuse.fold_batchnorm` folds exactly these.
 
 from __future__ import annotations
 
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+
+from lucidyolo.models.batchnorm import BatchNorm2d
+
+
+class SiLU(nn.Module):
+    """SiLU, in place only when no autograd graph is recorded.
+
+    An in-place SiLU inside a recorded graph makes autograd clone its input (the
+    backward needs the pre-activation), a copy per activation that costs more than
+    writing a new tensor: n at 320 px x 8 on 2 CPU threads spent ~40 ms of a ~400 ms
+    step in those clones. Without a graph (eval, predict, export) in place is free.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, C, H, W) -> (B, C, H, W)``."""
+        return F.silu(x, inplace=not torch.is_grad_enabled())
 
 
 class Conv(nn.Module):
@@ -30,8 +48,8 @@ class Conv(nn.Module):
     ) -> None:
         super().__init__()
         self.conv = nn.Conv2d(c_in, c_out, k, s, padding=k // 2, groups=groups, bias=False)
-        self.bn: nn.Module = nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.1)
-        self.act: nn.Module = nn.SiLU(inplace=True) if act else nn.Identity()
+        self.bn: nn.Module = BatchNorm2d(c_out, eps=1e-3, momentum=0.1)
+        self.act: nn.Module = SiLU() if act else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
         """``(B, c_in, H, W) -> (B, c_out, H/s, W/s)``."""
