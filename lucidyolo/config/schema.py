@@ -96,7 +96,9 @@ class DataConfig(StrictModel):
     val_num_workers: int | None = Field(None, ge=0)
     prefetch_factor: int = Field(2, gt=0)
     persistent_workers: bool = False
-    cache_train_images: bool = False
+    cache_train_images: bool | Literal["auto"] = Field(
+        "auto", description="decode training images once into RAM; auto: when they take <= 1 GiB and <= 1/4 of free RAM"
+    )
     device_hsv: bool = False
     mosaic: bool = True
     augment: AugmentOverrides = Field(default_factory=AugmentOverrides)

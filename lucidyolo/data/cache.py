@@ -33,6 +33,12 @@ from lucidyolo.errors import ConfigError, DataError
 
 MEMINFO_PATH = "/proc/meminfo"
 
+AUTO_CACHE_MAX_BYTES = 1 << 30
+"""``cache_train_images: auto`` caches a split whose pixels take at most this much per host (1 GiB)."""
+
+AUTO_CACHE_MEMORY_SHARE = 4
+"""... and at most 1/4 of the memory available: the rest of training keeps its room."""
+
 
 def cache_bytes(source: ImageSource) -> int:
     """RAM the cache of ``source`` will take: ``sum(3 * H * W)`` over its distinct files."""
@@ -94,6 +100,21 @@ def check_cache_budget(need: int, files: int, available: int | None, ranks: int 
         fix="Set --data.cache_train_images false (images are then decoded per sample), "
         "or free memory / use a machine with more RAM.",
     )
+
+
+def want_auto_cache(need: int, available: int | None, ranks: int = 1) -> bool:
+    """Whether ``cache_train_images: auto`` caches a split of ``need`` bytes per process.
+
+    Yes when every training process's cache together stays within
+    :data:`AUTO_CACHE_MAX_BYTES` and within ``1 / AUTO_CACHE_MEMORY_SHARE`` of the
+    memory available (unknown memory: the byte cap alone). A small set is read many
+    times over (four images per mosaic sample, every epoch) and decoding is most of
+    a sample's cost; a large one would take minutes to fill and the RAM training needs.
+    """
+    total = need * max(1, ranks)
+    if total > AUTO_CACHE_MAX_BYTES:
+        return False
+    return available is None or total * AUTO_CACHE_MEMORY_SHARE <= available
 
 
 class DecodedImageCache:

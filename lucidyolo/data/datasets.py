@@ -24,8 +24,14 @@ from torch.utils.data import Dataset
 
 from lucidyolo.data.augment.letterbox import letterbox_image, letterbox_targets
 from lucidyolo.data.augment.pipeline import AugmentStrengths, TrainAugment, strengths_for_variant
-from lucidyolo.data.cache import DecodedImageCache
+from lucidyolo.data.cache import (
+    DecodedImageCache,
+    cache_bytes,
+    host_available_bytes,
+    want_auto_cache,
+)
 from lucidyolo.data.image_io import read_image_fast
+from lucidyolo.data.shm import local_world_size
 from lucidyolo.data.source import ImageSource
 from lucidyolo.structures.targets import Targets
 
@@ -68,7 +74,8 @@ class TrainDataset(Dataset):
         close_mosaic: number of final epochs without mosaic (default: the strengths').
         strengths: explicit strengths (overrides ``variant``).
         device_hsv: leave the colour jitter to the accelerator (float32 transport).
-        cache_images: decode every distinct file once into RAM (or pass a built cache).
+        cache_images: decode every distinct file once into RAM (or pass a built cache);
+            ``"auto"``: only when the split is small (:func:`~lucidyolo.data.cache.want_auto_cache`).
     """
 
     def __init__(
@@ -82,7 +89,7 @@ class TrainDataset(Dataset):
         close_mosaic: int | None = None,
         strengths: AugmentStrengths | None = None,
         device_hsv: bool = False,
-        cache_images: bool | DecodedImageCache = False,
+        cache_images: bool | str | DecodedImageCache = False,
     ) -> None:
         self.source = source
         self.img_size = int(img_size)
@@ -94,6 +101,8 @@ class TrainDataset(Dataset):
         if isinstance(cache_images, DecodedImageCache):
             self.cache: DecodedImageCache | None = cache_images
         else:
+            if cache_images == "auto":
+                cache_images = want_auto_cache(cache_bytes(source), host_available_bytes(), local_world_size())
             self.cache = DecodedImageCache(source, self._decode) if cache_images else None
         self.augment = TrainAugment(
             len(source), self._load, source.targets, self.img_size, self.strengths, source.meta(), device_hsv

@@ -33,7 +33,7 @@ class TrainingDataModule(pl.LightningDataModule):
         prefetch_factor, persistent_workers: DataLoader settings.
         cpu_step: the training step runs on the CPU (fewer automatic workers; see
             :func:`~lucidyolo.data.worker_plan.wanted_workers`).
-        cache_train_images: decode training images once into RAM.
+        cache_train_images: decode training images once into RAM (``"auto"``: when the split is small).
         device_hsv: colour jitter on the accelerator.
         val_batch_size: validation batch size (default: ``batch_size``).
     """
@@ -57,7 +57,7 @@ class TrainingDataModule(pl.LightningDataModule):
         prefetch_factor: int = 2,
         persistent_workers: bool = False,
         cpu_step: bool = False,
-        cache_train_images: bool = False,
+        cache_train_images: bool | str = False,
         device_hsv: bool = False,
         val_batch_size: int | None = None,
         local_ranks: int | None = None,

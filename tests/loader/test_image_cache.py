@@ -8,7 +8,13 @@ import weakref
 import numpy as np
 import pytest
 
-from lucidyolo.data.cache import DecodedImageCache, cache_bytes, host_available_bytes
+from lucidyolo.data import cache as cache_mod
+from lucidyolo.data.cache import (
+    DecodedImageCache,
+    cache_bytes,
+    host_available_bytes,
+    want_auto_cache,
+)
 from lucidyolo.data.datasets import TrainDataset
 from lucidyolo.data.source import SourceBuilder
 from lucidyolo.errors import ConfigError, DataError
@@ -106,3 +112,21 @@ def test_file_whose_size_disagrees_with_its_record_is_named(tmp_path):
     source = b.build(root=tmp_path, class_names=["a", "b"], category_ids=[0, 1])
     with pytest.raises(DataError, match=r"img0\.png: file decodes to 20x30 but the annotations say 24x30"):
         DecodedImageCache(source, available_bytes=None)
+
+
+def test_auto_cache_takes_small_splits_within_a_quarter_of_free_memory():
+    gib = 1 << 30
+    assert want_auto_cache(100 << 20, available=8 * gib)
+    assert want_auto_cache(gib, available=4 * gib)  # at both limits
+    assert not want_auto_cache(gib + 1, available=64 * gib)  # over the byte cap, however much RAM
+    assert not want_auto_cache(100 << 20, available=(400 << 20) - 1)  # more than a quarter of what is free
+    assert not want_auto_cache(600 << 20, available=64 * gib, ranks=2)  # two ranks on the host: 1.2 GB
+    assert want_auto_cache(100 << 20, available=None)  # unknown memory: the cap alone
+
+
+def test_training_dataset_auto_cache_follows_the_rule(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    source = rect_source(tmp_path, "det", n=3)
+    assert TrainDataset(source, 64, "n", cache_images="auto").cache is not None
+    monkeypatch.setattr(cache_mod, "AUTO_CACHE_MAX_BYTES", cache_bytes(source) - 1)
+    assert TrainDataset(source, 64, "n", cache_images="auto").cache is None
