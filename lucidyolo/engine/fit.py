@@ -128,7 +128,7 @@ def _fit(
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
     from lucidyolo.engine.run_dir import run_dir_for
-    from lucidyolo.engine.trainer_factory import make_trainer, uses_cuda, uses_mps
+    from lucidyolo.engine.trainer_factory import bf16_hint, make_trainer, uses_cuda, uses_mps
 
     run = run_dir_for(spec.name, cfg, resume)
     if run.checkpoint is not None:
@@ -178,6 +178,8 @@ def _fit(
         log(plan.describe())
         log(recipe.describe(cfg.model.lr, cfg.model.lr_reference_batch,
                             cfg.data.batch_size * ranks * cfg.trainer.accumulate_grad_batches, cfg.trainer.max_epochs))
+        if (hint := bf16_hint(cfg)) is not None:
+            log(hint)
     try:
         trainer.fit(system, datamodule=datamodule, ckpt_path=str(run.checkpoint) if run.checkpoint else None)
     except RunInterrupted as stop:
