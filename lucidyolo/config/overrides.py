@@ -1,5 +1,7 @@
 """Dotted command-line overrides: ``--data.batch_size 32``, ``--data.batch_size=32`` and ``data.batch_size=32``.
 
+The run's top-level keys (``--seed 3``) are the one exception to the dot.
+
 Values are parsed with ``yaml.safe_load`` so ``32`` is an int, ``true`` a bool,
 ``[0, 1]`` a list and ``null`` None.
 """
@@ -22,7 +24,13 @@ def _parse_value(key: str, text: str) -> Any:
         raise ConfigError(f"The value {text!r} given for `{key}` is not valid YAML ({exc}).", fix=_FIX) from exc
 
 
+TOP_LEVEL_KEYS = frozenset({"seed"})
+"""The run config's keys outside every section (``--seed 3``, ``seed=3``)."""
+
+
 def _check_key(key: str, token: str) -> str:
+    if key in TOP_LEVEL_KEYS:
+        return key
     if "." not in key or any(not part for part in key.split(".")):
         raise ConfigError(
             f"Unexpected argument {token!r}.",

@@ -47,6 +47,12 @@ def test_overrides_are_parsed_as_yaml(lucid):
     assert cfg["trainer"]["devices"] == [0, 1] and cfg["data"]["cache_train_images"] is True
 
 
+def test_the_top_level_seed_is_an_override_too(lucid):
+    assert _config(lucid("fit", "det", "--seed", "3", "--print-config"))["seed"] == 3
+    assert _config(lucid("fit", "det", "seed=4", "--print-config"))["seed"] == 4
+    assert _config(lucid("fit", "det", "--print-config"))["data"]["cache_train_images"] == "auto"
+
+
 def test_img_size_must_be_a_multiple_of_32(lucid):
     r = lucid("fit", "det", "--data.img_size", "300")
     assert r.returncode == 2 and "multiple of 32" in r.stderr
