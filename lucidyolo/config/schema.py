@@ -45,6 +45,10 @@ class ModelConfig(StrictModel):
         "auto", description="'auto': 3 epochs, at most 3% of the run's optimizer steps"
     )
     optimizer: Literal["musgd", "sgd"] = "musgd"
+    newton_schulz_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="MuSGD's orthogonalisation: 'auto' is bfloat16 where the device has native bfloat16 "
+        "matmul (CUDA, AMX CPUs), else float32",
+    )
     close_mosaic: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
         "auto", description="epochs at the end trained without mosaic; 'auto': 10, at most 1/6 of the epochs"
     )

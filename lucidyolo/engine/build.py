@@ -125,7 +125,7 @@ def build_system(
         dataset_meta=meta,
         lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, lrf=m.lrf, momentum=m.momentum,
         weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs,
-        optimizer=m.optimizer,
+        optimizer=m.optimizer, newton_schulz_dtype=m.newton_schulz_dtype,
         batch_size=cfg.data.batch_size, channels_last=channels_last,
     )
 

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from lucidyolo.data.device_hsv import apply_device_hsv
 from lucidyolo.losses.dual import progressive_alpha
-from lucidyolo.optim.musgd import MuSGD
+from lucidyolo.optim.musgd import MuSGD, resolve_ns_dtype
 from lucidyolo.optim.recipe import auto_warmup_epochs, scale_lr
 from lucidyolo.optim.schedule import warmup_linear_schedule
 from lucidyolo.structures.packed import PackedBatch, unpack
@@ -49,6 +49,8 @@ class TrainingSystem(pl.LightningModule):
         momentum, weight_decay: optimizer settings.
         warmup_epochs: linear warmup length in epochs (0 = none).
         optimizer: ``"musgd"`` or ``"sgd"`` (Nesterov SGD, the control arm).
+        newton_schulz_dtype: MuSGD's iteration dtype, ``auto``, ``float32`` or ``bfloat16``
+            (:func:`lucidyolo.optim.musgd.resolve_ns_dtype`, resolved on the training device).
         batch_size: per-device batch size.
         channels_last: use the channels-last memory format (CUDA and CPU; set by the engine).
     """
@@ -73,6 +75,7 @@ class TrainingSystem(pl.LightningModule):
         weight_decay: float = 5e-4,
         warmup_epochs: float = 3.0,
         optimizer: str = "musgd",
+        newton_schulz_dtype: str = "float32",
         batch_size: int = 16,
         channels_last: bool = False,
     ) -> None:
@@ -94,6 +97,7 @@ class TrainingSystem(pl.LightningModule):
         self.weight_decay = weight_decay
         self.warmup_epochs = warmup_epochs
         self.optimizer_name = optimizer
+        self.newton_schulz_dtype = newton_schulz_dtype
         self.batch_size = batch_size
         self.channels_last = channels_last
         self.alpha = 0.8
@@ -176,7 +180,10 @@ class TrainingSystem(pl.LightningModule):
         # The objective may own trained parameters too (a keypoint flow): they step with the model.
         params = [p for m in (self.model, self.criterion) for p in m.parameters() if p.requires_grad]
         if self.optimizer_name == "musgd":
-            opt: torch.optim.Optimizer = MuSGD(params, lr=lr, momentum=self.momentum, weight_decay=self.weight_decay)
+            ns_dtype = resolve_ns_dtype(self.newton_schulz_dtype, self.device)
+            opt: torch.optim.Optimizer = MuSGD(
+                params, lr=lr, momentum=self.momentum, weight_decay=self.weight_decay, ns_dtype=ns_dtype
+            )
         else:
             decay = [p for p in params if p.ndim >= 2]
             no_decay = [p for p in params if p.ndim < 2]

@@ -14,6 +14,11 @@ that maps a matrix close to the orthogonal factor of its polar decomposition
 (Jordan et al., "Muon", 2024); the ``0.2 sqrt(max(A, B))`` factor matches the
 update RMS of Adam-like optimizers (Liu et al., "Muon is Scalable", 2025), so
 the same lr suits both halves.
+
+The iteration may run in bfloat16 (``ns_dtype``), as Muon's reference
+implementation does: it only needs the singular values pushed into a band
+around 1, and a bfloat16 matmul is several times faster where the hardware has
+native units (CUDA, CPUs with AMX). :func:`native_bf16_matmul` says where.
 """
 
 from __future__ import annotations
@@ -30,23 +35,29 @@ from torch.optim import Optimizer
 NS5_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
-def newton_schulz5(matrix: Tensor, steps: int = 5, eps: float = 1e-7) -> Tensor:
+def newton_schulz5(matrix: Tensor, steps: int = 5, eps: float = 1e-7, dtype: torch.dtype | None = None) -> Tensor:
     """Approximate orthogonalisation of a (batch of) matrices by quintic Newton-Schulz.
 
     ``X = M / (||M||_F + eps)``, transposed when tall, then ``steps`` times
-    ``X <- a X + (b G + c G^2) X`` with ``G = X X^T``. Runs in at least float32.
+    ``X <- a X + (b G + c G^2) X`` with ``G = X X^T``. The norm is always taken
+    in at least float32.
 
     Args:
         matrix: ``(..., R, K)``; leading dims are independent matrices.
         steps: iterations.
         eps: added to the Frobenius norm.
+        dtype: dtype of the iteration (``torch.bfloat16`` where it is native);
+            ``None``: at least float32.
 
     Returns:
-        ``(..., R, K)`` in the working dtype (float32 or wider).
+        ``(..., R, K)`` in at least float32.
     """
     a, b, c = NS5_COEFFS
-    x = matrix.to(torch.promote_types(matrix.dtype, torch.float32))
+    wide = torch.promote_types(matrix.dtype, torch.float32)
+    x = matrix.to(wide)
     x = x / (torch.linalg.matrix_norm(x, keepdim=True) + eps)
+    if dtype is not None:
+        x = x.to(dtype)
     tall = x.shape[-2] > x.shape[-1]
     if tall:  # iterate on the small Gram matrix
         x = x.mT
@@ -58,7 +69,38 @@ def newton_schulz5(matrix: Tensor, steps: int = 5, eps: float = 1e-7) -> Tensor:
         poly = torch.baddbmm(gram, gram, gram, beta=b, alpha=c)
         flat = torch.baddbmm(flat, poly, flat, beta=a)
     x = flat.reshape(x.shape)
+    x = x.to(torch.promote_types(x.dtype, wide))
     return x.mT if tall else x
+
+
+def native_bf16_matmul(device: torch.device) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware: CUDA with bf16 support, or a CPU with AMX tiles.
+
+    Elsewhere (AVX-512 or AVX2 CPUs without AMX) a bfloat16 matmul is emulated and
+    slower than float32.
+    """
+    if device.type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device.type != "cpu":
+        return False
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    try:
+        return bool(probe()) if probe is not None else False
+    except RuntimeError:
+        return False
+
+
+def resolve_ns_dtype(choice: str, device: torch.device) -> torch.dtype | None:
+    """The Newton-Schulz dtype for ``choice`` (``auto``, ``float32`` or ``bfloat16``) on ``device``.
+
+    ``auto`` is bfloat16 where :func:`native_bf16_matmul` holds, else float32
+    (returned as ``None``: at least float32, the parameters' own precision when wider).
+    """
+    if choice == "bfloat16" or (choice == "auto" and native_bf16_matmul(device)):
+        return torch.bfloat16
+    if choice in ("auto", "float32"):
+        return None
+    raise ValueError(f"newton_schulz_dtype must be 'auto', 'float32' or 'bfloat16', got {choice!r}")
 
 
 class MuSGD(Optimizer):
@@ -74,6 +116,7 @@ class MuSGD(Optimizer):
         sgd_weight: weight of the plain direction for matrices.
         rms_scale: the ``0.2`` in ``0.2 sqrt(max(A, B))``.
         ns_steps: Newton-Schulz iterations.
+        ns_dtype: dtype of the Newton-Schulz iteration (``None``: at least float32).
     """
 
     def __init__(
@@ -87,6 +130,7 @@ class MuSGD(Optimizer):
         sgd_weight: float = 0.5,
         rms_scale: float = 0.2,
         ns_steps: int = 5,
+        ns_dtype: torch.dtype | None = None,
     ) -> None:
         if lr < 0 or not 0 <= momentum < 1 or weight_decay < 0 or ns_steps < 1:
             raise ValueError(
@@ -102,8 +146,14 @@ class MuSGD(Optimizer):
             sgd_weight=sgd_weight,
             rms_scale=rms_scale,
             ns_steps=ns_steps,
+            ns_dtype=ns_dtype,
         )
         super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:  # checkpoints from before the option: the float32 iteration
+            group.setdefault("ns_dtype", None)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
@@ -151,7 +201,7 @@ class MuSGD(Optimizer):
             rows = shape[0]
             cols = math.prod(shape[1:])
             stacked = torch.stack([d.reshape(rows, cols) for _, d in items])  # (N, A, B)
-            ortho = newton_schulz5(stacked, steps=group["ns_steps"])
+            ortho = newton_schulz5(stacked, steps=group["ns_steps"], dtype=group["ns_dtype"])
             scale = group["muon_weight"] * group["rms_scale"] * math.sqrt(max(rows, cols))
             ps = [p for p, _ in items]
             updates = [o.view(shape).to(dtype) for o in (ortho * scale).unbind(0)]

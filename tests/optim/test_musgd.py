@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from lucidyolo.optim import MuSGD, newton_schulz5
+from lucidyolo.optim.musgd import native_bf16_matmul, resolve_ns_dtype
 
 
 def _ns5_by_hand(m: torch.Tensor) -> torch.Tensor:
@@ -40,6 +41,51 @@ def test_newton_schulz_runs_in_fp32_for_half_inputs_and_batches_independently() 
     assert out.dtype == torch.float32
     for i in range(3):
         assert torch.allclose(newton_schulz5(stack[i]), newton_schulz5(stack)[i], atol=1e-5)
+
+
+def test_bfloat16_iteration_still_orthogonalises_and_returns_float32() -> None:
+    # Muon's reference runs NS in bfloat16: the singular values must still land in the
+    # quintic's band, and the result stay within bfloat16 rounding of the float64 iteration.
+    m = torch.randn(4, 64, 144, generator=torch.Generator().manual_seed(3))
+    for mat in (m, m.mT):
+        out = newton_schulz5(mat, dtype=torch.bfloat16)
+        assert out.dtype == torch.float32 and out.shape == mat.shape
+        sv = torch.linalg.svdvals(out)
+        assert sv.min() > 0.6 and sv.max() < 1.25
+        ref = torch.stack([_ns5_by_hand(x) for x in mat])
+        rel = (out - ref).norm(dim=(-2, -1)) / ref.norm(dim=(-2, -1))
+        assert rel.max() < 0.05  # bfloat16 keeps 8 bits: ~0.4% per rounding, five iterations
+        assert rel.max() > 1e-4  # and it did run in bfloat16 (float32 agrees to ~1e-6)
+
+
+def test_ns_dtype_choice_follows_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu = torch.device("cpu")
+    assert resolve_ns_dtype("float32", cpu) is None
+    assert resolve_ns_dtype("bfloat16", cpu) is torch.bfloat16
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    assert not native_bf16_matmul(cpu) and resolve_ns_dtype("auto", cpu) is None
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert native_bf16_matmul(cpu) and resolve_ns_dtype("auto", cpu) is torch.bfloat16
+    assert not native_bf16_matmul(torch.device("meta"))
+    with pytest.raises(ValueError, match="newton_schulz_dtype"):
+        resolve_ns_dtype("fp8", cpu)
+
+
+def test_bfloat16_option_is_used_by_the_step_and_old_state_dicts_load() -> None:
+    g = torch.Generator().manual_seed(4)
+    w32 = torch.nn.Parameter(torch.randn(16, 48, generator=g))
+    w16 = torch.nn.Parameter(w32.detach().clone())
+    grad = torch.randn(16, 48, generator=g)
+    opt32, opt16 = MuSGD([w32], lr=0.1), MuSGD([w16], lr=0.1, ns_dtype=torch.bfloat16)
+    w32.grad, w16.grad = grad.clone(), grad.clone()
+    opt32.step()
+    opt16.step()
+    assert not torch.equal(w32, w16) and torch.allclose(w32, w16, atol=5e-3)
+    state = opt32.state_dict()
+    del state["param_groups"][0]["ns_dtype"]  # a checkpoint written before the option existed
+    fresh = MuSGD([w32], lr=0.1, ns_dtype=torch.bfloat16)
+    fresh.load_state_dict(state)
+    assert fresh.param_groups[0]["ns_dtype"] is None
 
 
 def test_two_steps_follow_the_spec_formula_for_matrices_and_vectors() -> None:
