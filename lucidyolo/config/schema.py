@@ -45,9 +45,9 @@ class ModelConfig(StrictModel):
         "auto", description="'auto': 3 epochs, at most 3% of the run's optimizer steps"
     )
     optimizer: Literal["musgd", "sgd"] = "musgd"
-    newton_schulz_dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto", description="MuSGD's orthogonalisation: 'auto' is bfloat16 where the device has native bfloat16 "
-        "matmul (CUDA, AMX CPUs), else float32",
+    newton_schulz_dtype: Literal["float32", "auto", "bfloat16"] = Field(
+        "float32", description="MuSGD's orthogonalisation dtype (the spec's float32 by default); 'auto': bfloat16 "
+        "where the device multiplies it natively (CUDA, AMX CPUs), else float32",
     )
     close_mosaic: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
         "auto", description="epochs at the end trained without mosaic; 'auto': 10, at most 1/6 of the epochs"

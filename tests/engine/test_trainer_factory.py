@@ -17,6 +17,9 @@ def test_bf16_hint_only_for_a_float32_cpu_step_on_an_amx_cpu(monkeypatch):
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
     line = bf16_hint(_cfg())
     assert line is not None and "--trainer.precision bf16-mixed" in line
+    assert "--model.newton_schulz_dtype auto" in line
+    nsd = resolve_config(get_task("det"), [], {"trainer": {"accelerator": "cpu"}, "model": {"newton_schulz_dtype": "auto"}})
+    assert "newton_schulz_dtype" not in bf16_hint(nsd)  # already chosen
     assert bf16_hint(_cfg(precision="bf16-mixed")) is None  # already chosen
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
     assert bf16_hint(_cfg()) is None
