@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,12 +41,36 @@ AUTO_CACHE_MEMORY_SHARE = 4
 """... and at most 1/4 of the memory available: the rest of training keeps its room."""
 
 
+class FileTable(NamedTuple):
+    """The distinct files of a source (a file listed twice is decoded and cached once).
+
+    Attributes:
+        first: ``(F,)`` int64, the first source index of each distinct file.
+        slot: ``(N,)`` int64, the distinct file of every source index.
+        shapes: ``(F, 2)`` int64, each file's recorded ``h, w``.
+    """
+
+    first: np.ndarray
+    slot: np.ndarray
+    shapes: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """``sum(3 * H * W)``: what the decoded files take."""
+        return int((3 * self.shapes[:, 0] * self.shapes[:, 1]).sum())
+
+
+def file_table(source: ImageSource) -> FileTable:
+    """The :class:`FileTable` of ``source``, from its paths and recorded sizes (nothing is decoded)."""
+    keys = np.array([str(source.image_path(i)) for i in range(len(source))], dtype=object)
+    _, first, slot = np.unique(keys, return_index=True, return_inverse=True)
+    shapes = source.all_hw()[first].astype(np.int64).reshape(-1, 2)
+    return FileTable(first.astype(np.int64), slot.astype(np.int64).reshape(-1), shapes)
+
+
 def cache_bytes(source: ImageSource) -> int:
     """RAM the cache of ``source`` will take: ``sum(3 * H * W)`` over its distinct files."""
-    keys = [str(source.image_path(i)) for i in range(len(source))]
-    _, first = np.unique(np.array(keys, dtype=object), return_index=True)
-    hw = source.all_hw()[first].astype(np.int64)
-    return int((3 * hw[:, 0] * hw[:, 1]).sum())
+    return file_table(source).nbytes
 
 
 def host_available_bytes(meminfo: str = MEMINFO_PATH) -> int | None:
@@ -126,6 +151,7 @@ class DecodedImageCache:
         available_bytes: memory the budget check compares against; ``"probe"``
             (default) reads it with :func:`host_available_bytes`, ``None`` skips
             the check.
+        table: the source's :func:`file_table`, when the caller has it already.
 
     Raises:
         ConfigError: the cache would not fit in the available memory (checked
@@ -140,12 +166,11 @@ class DecodedImageCache:
         decode: Callable[[int], np.ndarray] | None = None,
         *,
         available_bytes: int | None | str = "probe",
+        table: FileTable | None = None,
     ) -> None:
         decode = decode or source.load_image
-        keys = np.array([str(source.image_path(i)) for i in range(len(source))], dtype=object)
-        uniq, first, slot_of_index = np.unique(keys, return_index=True, return_inverse=True)
-        self.num_files = int(uniq.shape[0])
-        shapes = source.all_hw()[first].astype(np.int64).reshape(-1, 2)  # (F, 2) recorded h, w
+        first, slot_of_index, shapes = table if table is not None else file_table(source)
+        self.num_files = int(first.shape[0])
         sizes = 3 * shapes[:, 0] * shapes[:, 1]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # (F + 1,)
         available = host_available_bytes() if isinstance(available_bytes, str) else available_bytes
@@ -168,7 +193,7 @@ class DecodedImageCache:
         self._buffer = buffer
         self._offsets = offsets
         self._shapes = shapes
-        self._slot = slot_of_index.astype(np.int64).reshape(-1)
+        self._slot = slot_of_index
 
     @property
     def nbytes(self) -> int:

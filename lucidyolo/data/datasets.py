@@ -26,7 +26,7 @@ from lucidyolo.data.augment.letterbox import letterbox_image, letterbox_targets
 from lucidyolo.data.augment.pipeline import AugmentStrengths, TrainAugment, strengths_for_variant
 from lucidyolo.data.cache import (
     DecodedImageCache,
-    cache_bytes,
+    file_table,
     host_available_bytes,
     want_auto_cache,
 )
@@ -101,9 +101,10 @@ class TrainDataset(Dataset):
         if isinstance(cache_images, DecodedImageCache):
             self.cache: DecodedImageCache | None = cache_images
         else:
+            table = file_table(source)
             if cache_images == "auto":
-                cache_images = want_auto_cache(cache_bytes(source), host_available_bytes(), local_world_size())
-            self.cache = DecodedImageCache(source, self._decode) if cache_images else None
+                cache_images = want_auto_cache(table.nbytes, host_available_bytes(), local_world_size())
+            self.cache = DecodedImageCache(source, self._decode, table=table) if cache_images else None
         self.augment = TrainAugment(
             len(source), self._load, source.targets, self.img_size, self.strengths, source.meta(), device_hsv
         )
