@@ -83,15 +83,10 @@ def _alone_median_ms(model: nn.Module, repeats: int) -> float:
     """Median milliseconds of ``repeats`` consecutive b1 x 640 channels-last forwards of ``model`` alone."""
     model = model.to(memory_format=torch.channels_last)
     images = torch.rand(1, 3, 640, 640).contiguous(memory_format=torch.channels_last)
-    times = []
     with torch.inference_mode():
-        for _ in range(3):
+        for _ in range(3):  # warm-up
             model(images)
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            model(images)
-            times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
+        return _interleaved_median_ms([model], images, repeats)[0]  # one function: nothing to interleave
 
 
 def main() -> None:
