@@ -137,7 +137,10 @@ class TrainerConfig(StrictModel):
     accelerator: str = "auto"
     strategy: str = "auto"
     num_nodes: int = Field(1, gt=0)
-    precision: str = "32-true"
+    precision: str = Field(
+        "auto", description="Lightning precision, or 'auto': bf16-mixed where the device multiplies bfloat16 in "
+        "hardware (AMX CPUs, CUDA >= 8.0), else 32-true; validation always runs in float32",
+    )
     default_root_dir: Path | None = Field(None, description="defaults to ./runs/<task>")
     deterministic: bool = True
     gradient_clip_val: float = Field(10.0, ge=0)

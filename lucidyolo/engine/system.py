@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import pytorch_lightning as pl
@@ -21,6 +22,14 @@ from lucidyolo.optim.musgd import MuSGD, resolve_ns_dtype
 from lucidyolo.optim.recipe import auto_warmup_epochs, scale_lr
 from lucidyolo.optim.schedule import warmup_linear_schedule
 from lucidyolo.structures.packed import PackedBatch, unpack
+
+
+def _float32(device: torch.device) -> AbstractContextManager[Any]:
+    """A context that turns autocast off on ``device`` (nothing where torch has no autocast for it)."""
+    try:
+        return torch.autocast(device.type, enabled=False)
+    except RuntimeError:
+        return nullcontext()
 
 
 class TrainingSystem(pl.LightningModule):
@@ -150,14 +159,17 @@ class TrainingSystem(pl.LightningModule):
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         images, gt, meta = unpack(batch, self.device)
-        outputs = self.model(self._to_input(images))
-        total, terms = self.criterion(outputs, gt, self.alpha)
+        # Float32 whatever the training precision: the epoch metric (and the best checkpoint it picks)
+        # is then the number `lucid eval --no-fold` reproduces from the checkpoint.
+        with _float32(self.device):
+            outputs = self.model(self._to_input(images))
+            total, terms = self.criterion(outputs, gt, self.alpha)
+            decoded = self.decode(outputs, "e2e")
         n = images.shape[0]
         self.log_dict(
             {f"val/{k}_loss": v for k, v in terms.items() if "/" not in k},
             on_step=False, on_epoch=True, batch_size=n, sync_dist=True,
         )
-        decoded = self.decode(outputs, "e2e")
         self.metric_update(metric=self.val_metric, outputs=outputs, decoded=decoded, gt=gt, batch_meta=meta)
 
     def on_validation_epoch_end(self) -> None:

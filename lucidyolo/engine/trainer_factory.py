@@ -25,27 +25,42 @@ def uses_mps(cfg: RunConfig) -> bool:
     return acc == "mps" or (acc == "auto" and not torch.cuda.is_available() and available)
 
 
-def bf16_hint(cfg: RunConfig) -> str | None:
-    """A line suggesting ``bf16-mixed`` when a float32 CPU step runs on a CPU with AMX bfloat16 units, else ``None``.
+def resolve_precision(cfg: RunConfig) -> RunConfig:
+    """The config with ``trainer.precision: auto`` resolved for the device this run trains on.
 
-    Not applied by itself: bfloat16 changes the numbers, so gates and presets stay float32 and
-    the user chooses (on one AMX machine the shapes benchmark trained 1.30x faster, docs/DECISIONS.md).
+    ``auto`` is ``bf16-mixed`` where the device multiplies bfloat16 in hardware
+    (:func:`lucidyolo.optim.musgd.native_bf16_matmul`: CPUs with AMX tiles, CUDA
+    from compute capability 8.0), else ``32-true``: on one AMX CPU the shapes
+    benchmark trained at 23.7 instead of 18.2 img/s with no loss of mAP seen
+    (docs/DECISIONS.md), while elsewhere bfloat16 is emulated and slower than
+    float32. Validation always runs in float32 (``TrainingSystem.validation_step``),
+    so the epoch metric stays the one ``lucid eval --no-fold`` reproduces. Any
+    other value passes through. The resolved value is what the run's config and
+    checkpoints record, so a resumed run keeps it on any machine.
     """
+    if str(cfg.trainer.precision) != "auto":
+        return cfg
     import torch
 
-    acc = cfg.trainer.accelerator.lower()
-    if str(cfg.trainer.precision) not in ("32-true", "32") or uses_cuda(cfg) or uses_mps(cfg) or acc not in ("auto", "cpu"):
-        return None
     from lucidyolo.optim.musgd import native_bf16_matmul
 
-    if not native_bf16_matmul(torch.device("cpu")):
+    acc = cfg.trainer.accelerator.lower()
+    if uses_cuda(cfg):
+        device: torch.device | None = torch.device("cuda")
+    elif uses_mps(cfg) or acc not in ("auto", "cpu"):
+        device = None
+    else:
+        device = torch.device("cpu")
+    precision = "bf16-mixed" if device is not None and native_bf16_matmul(device) else "32-true"
+    return cfg.model_copy(update={"trainer": cfg.trainer.model_copy(update={"precision": precision})})
+
+
+def precision_note(requested: str, resolved: str) -> str | None:
+    """A line naming the precision ``auto`` chose when it is not float32 (the numbers depend on the machine), else ``None``."""
+    if str(requested) != "auto" or resolved == "32-true":
         return None
-    line = ("this CPU has AMX bfloat16 units: `--trainer.precision bf16-mixed` runs the training step in "
-            "bfloat16 (about 1.3x faster on the shapes benchmark; the numbers change, so it is not the default)")
-    if cfg.model.optimizer == "musgd" and cfg.model.newton_schulz_dtype == "float32":
-        line += ("; `--model.newton_schulz_dtype auto` puts only MuSGD's orthogonalisation in bfloat16 "
-                 "(about 3% faster)")
-    return line
+    return (f"precision {resolved} (auto: this device multiplies bfloat16 in hardware; validation stays float32; "
+            "`--trainer.precision 32-true` trains in float32)")
 
 
 def determinism(requested: bool, cuda: bool, mps: bool) -> bool | str:

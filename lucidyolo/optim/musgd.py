@@ -76,13 +76,14 @@ def newton_schulz5(matrix: Tensor, steps: int = 5, eps: float = 1e-7, dtype: tor
 
 
 def native_bf16_matmul(device: torch.device) -> bool:
-    """Whether ``device`` multiplies bfloat16 matrices in hardware: CUDA with bf16 support, or a CPU with AMX tiles.
+    """Whether ``device`` multiplies bfloat16 matrices in hardware: CUDA from compute capability 8.0, or a CPU with AMX tiles.
 
-    Elsewhere (AVX-512 or AVX2 CPUs without AMX) a bfloat16 matmul is emulated and
-    slower than float32.
+    Elsewhere (older GPUs, AVX-512 or AVX2 CPUs without AMX) a bfloat16 matmul is
+    emulated and slower than float32. The capability is read directly: recent
+    ``torch.cuda.is_bf16_supported()`` also answers True for emulation.
     """
     if device.type == "cuda":
-        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+        return bool(torch.cuda.is_available() and torch.cuda.get_device_capability(device)[0] >= 8)
     if device.type != "cpu":
         return False
     probe = getattr(torch.cpu, "_is_amx_tile_supported", None)

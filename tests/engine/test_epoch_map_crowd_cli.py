@@ -28,7 +28,9 @@ def _add_crowds(ann_file) -> int:
     return len(data["images"]) * len(data["categories"])
 
 
-def test_epoch_map_with_crowd_regions_equals_lucid_eval(tmp_path, lucid):
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_epoch_map_with_crowd_regions_equals_lucid_eval(tmp_path, lucid, precision):
+    """Also under bf16-mixed: validation runs in float32 whatever the training precision."""
     from lucidyolo.data.layouts import open_source
     from lucidyolo.data.synth import write_synthetic
     from lucidyolo.tasks.registry import get_task
@@ -41,7 +43,7 @@ def test_epoch_map_with_crowd_regions_equals_lucid_eval(tmp_path, lucid):
 
     fit = lucid("fit", "det", "--data-root", str(root), "--data.img_size", str(SIZE), "--data.batch_size", "8",
                 "--trainer.max_epochs", "2", "--data.num_workers", "0", "--model.lr", "0.04", "--model.warmup_epochs", "0",
-                "--trainer.default_root_dir", str(tmp_path / "runs"), cwd=tmp_path)
+                "--trainer.precision", precision, "--trainer.default_root_dir", str(tmp_path / "runs"), cwd=tmp_path)
     assert fit.returncode == 0, fit.stderr[-3000:]
     run = tmp_path / "runs" / "version_0"
     with open(run / "results.csv") as f:
