@@ -163,7 +163,7 @@ class TrainingSystem(pl.LightningModule):
         # is then the number `lucid eval --no-fold` reproduces from the checkpoint.
         with _float32(self.device):
             outputs = self.model(self._to_input(images))
-            total, terms = self.criterion(outputs, gt, self.alpha)
+            _, terms = self.criterion(outputs, gt, self.alpha)
             decoded = self.decode(outputs, "e2e")
         n = images.shape[0]
         self.log_dict(

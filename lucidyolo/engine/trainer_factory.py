@@ -30,10 +30,10 @@ def resolve_precision(cfg: RunConfig) -> RunConfig:
 
     ``auto`` is ``bf16-mixed`` where the device multiplies bfloat16 in hardware
     (:func:`lucidyolo.optim.musgd.native_bf16_matmul`: CPUs with AMX tiles, CUDA
-    from compute capability 8.0), else ``32-true``: on one AMX CPU the shapes
-    benchmark trained at 23.7 instead of 18.2 img/s with no loss of mAP seen
-    (docs/DECISIONS.md), while elsewhere bfloat16 is emulated and slower than
-    float32. Validation always runs in float32 (``TrainingSystem.validation_step``),
+    from compute capability 8.0), else ``32-true``: side by side on one AMX CPU the
+    shapes benchmark trained at 21.0-21.8 instead of 17.1 img/s with no loss of
+    mAP seen in three pairs (docs/DECISIONS.md), while elsewhere bfloat16 is
+    emulated and slower than float32. Validation always runs in float32 (``TrainingSystem.validation_step``),
     so the epoch metric stays the one ``lucid eval --no-fold`` reproduces. Any
     other value passes through. The resolved value is what the run's config and
     checkpoints record, so a resumed run keeps it on any machine.
