@@ -155,7 +155,7 @@ def _fit(
     cuda = uses_cuda(cfg)
     ranks = local_ranks(cfg, cuda)
     cfg, recipe = resolve_schedule(cfg, len(train_src), ranks)  # the 'auto' schedule values
-    requested_precision, cfg = cfg.trainer.precision, resolve_precision(cfg)
+    requested_precision, cfg = cfg.trainer.precision, resolve_precision(cfg, cuda)
     pl.seed_everything(cfg.seed, workers=False, verbose=False)
     # channels_last on CUDA and on the CPU (oneDNN's convolutions): a CPU step at 320 px x 8 on 2 cores goes
     # from 429 to 308 ms (forward 132 -> 74 ms, backward 191 -> 140 ms); MPS keeps the default layout.

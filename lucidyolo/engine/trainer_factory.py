@@ -25,7 +25,7 @@ def uses_mps(cfg: RunConfig) -> bool:
     return acc == "mps" or (acc == "auto" and not torch.cuda.is_available() and available)
 
 
-def resolve_precision(cfg: RunConfig) -> RunConfig:
+def resolve_precision(cfg: RunConfig, cuda: bool) -> RunConfig:
     """The config with ``trainer.precision: auto`` resolved for the device this run trains on.
 
     ``auto`` is ``bf16-mixed`` where the device multiplies bfloat16 in hardware
@@ -33,10 +33,12 @@ def resolve_precision(cfg: RunConfig) -> RunConfig:
     from compute capability 8.0), else ``32-true``: side by side on one AMX CPU the
     shapes benchmark trained at 21.0-21.8 instead of 17.1 img/s with no loss of
     mAP seen in three pairs (docs/DECISIONS.md), while elsewhere bfloat16 is
-    emulated and slower than float32. Validation always runs in float32 (``TrainingSystem.validation_step``),
-    so the epoch metric stays the one ``lucid eval --no-fold`` reproduces. Any
-    other value passes through. The resolved value is what the run's config and
-    checkpoints record, so a resumed run keeps it on any machine.
+    emulated and slower than float32. Validation always runs in float32
+    (``TrainingSystem.validation_step``), so the epoch metric stays the one
+    ``lucid eval --no-fold`` reproduces. Any other value passes through. The
+    resolved value is what the run's config and checkpoints record, so a resumed
+    run keeps it on any machine. ``cuda``: :func:`uses_cuda` of the run, which the
+    caller has already computed.
     """
     if str(cfg.trainer.precision) != "auto":
         return cfg
@@ -45,7 +47,7 @@ def resolve_precision(cfg: RunConfig) -> RunConfig:
     from lucidyolo.optim.musgd import native_bf16_matmul
 
     acc = cfg.trainer.accelerator.lower()
-    if uses_cuda(cfg):
+    if cuda:
         device: torch.device | None = torch.device("cuda")
     elif uses_mps(cfg) or acc not in ("auto", "cpu"):
         device = None

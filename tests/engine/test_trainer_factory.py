@@ -19,15 +19,15 @@ def _cfg(**trainer):
 
 def test_auto_precision_is_bf16_mixed_only_where_bfloat16_is_native(monkeypatch):
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
-    assert resolve_precision(_cfg()).trainer.precision == "bf16-mixed"  # the default is auto
+    assert resolve_precision(_cfg(), cuda=False).trainer.precision == "bf16-mixed"  # the default is auto
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
-    assert resolve_precision(_cfg()).trainer.precision == "32-true"  # emulated bfloat16 is slower than float32
+    assert resolve_precision(_cfg(), cuda=False).trainer.precision == "32-true"  # emulated bfloat16 is slower than float32
 
 
 def test_named_precisions_pass_through(monkeypatch):
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
     for named in ("32-true", "bf16-mixed", "16-mixed", "64-true"):
-        assert resolve_precision(_cfg(precision=named)).trainer.precision == named
+        assert resolve_precision(_cfg(precision=named), cuda=False).trainer.precision == named
 
 
 def test_precision_note_names_what_auto_chose_and_the_way_back():
