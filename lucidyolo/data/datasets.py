@@ -137,7 +137,7 @@ class TrainDataset(Dataset):
             epoch, position, index = (int(item[0]), int(item[1]), int(item[-1]))
         else:
             epoch, position, index = self.epoch, int(item), int(item)
-        out = self.augment(index, self.rng_for(epoch, position), self.mosaic_enabled(epoch), chw=True)
+        out = self.augment(index, self.rng_for(epoch, position), self.mosaic_enabled(epoch))
         lb = (math.nan, math.nan, math.nan) if out.affine is None else (out.affine.s, out.affine.tx, out.affine.ty)
         return Sample(
             image=torch.from_numpy(out.image),  # (3, S, S), already contiguous

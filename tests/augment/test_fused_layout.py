@@ -1,4 +1,4 @@
-"""The training fast paths: snapped torch resample and the fused HSV + flip + CHW pass."""
+"""The training fast paths: snapped torch resample into planes and the fused HSV + flip pass."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.augment.scenes import rect_source
 def test_a_sliver_that_snapping_empties_is_left_unwritten():
     # the mapped image covers output px 5 ([3.1, 6.1] clipped at 5); snapping its start to source column 3
     # moves the far edge to 5.75, so nothing is fully covered any more (this used to crash in interpolate)
-    out = np.full((16, 16, 3), 114, np.uint8)
+    out = np.full((3, 16, 16), 114, np.uint8)
     rect, snapped = render_affine_snapped(out, np.full((8, 4, 3), 200, np.uint8), IsoAffine(0.75, 3.1, 0.0), clip=(5.0, 0.0, 16.0, 16.0))
     assert rect[2] <= rect[0] and snapped.tx == pytest.approx(5 - 0.75 * 3) and (out == 114).all()
 
@@ -25,7 +25,7 @@ def test_snapped_resample_is_pillows_filter_on_the_snapped_map(s):
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (61, 83, 3), dtype=np.uint8)
     affine = IsoAffine(s, -7.3, 4.6)
-    out = np.full((64, 64, 3), 114, np.uint8)
+    out = np.full((3, 64, 64), 114, np.uint8)
     (x0, y0, x1, y1), snapped = render_affine_snapped(out, image, affine, clip=(0.0, 0.0, 50.5, 64.0))
     # the map moved by at most half a source pixel per axis
     assert snapped.s == s and abs(snapped.tx - affine.tx) <= s / 2 + 1e-9 and abs(snapped.ty - affine.ty) <= s / 2 + 1e-9
@@ -36,11 +36,11 @@ def test_snapped_resample_is_pillows_filter_on_the_snapped_map(s):
     # untouched outside the written rectangle
     mask = np.ones((64, 64), bool)
     mask[y0:y1, x0:x1] = False
-    assert (out[mask] == 114).all()
+    assert (out[:, mask] == 114).all()
     # Pillow with the exact fractional box of the same (snapped) map: within 1 level away from the crop start
     box = ((x0 - snapped.tx) / s, (y0 - snapped.ty) / s, (x1 - snapped.tx) / s, (y1 - snapped.ty) / s)
     ref = np.asarray(Image.fromarray(image).resize((x1 - x0, y1 - y0), Image.Resampling.BILINEAR, box=box))
-    diff = np.abs(out[y0:y1, x0:x1].astype(int) - ref.astype(int))
+    diff = np.abs(out[:, y0:y1, x0:x1].transpose(1, 2, 0).astype(int) - ref.astype(int))
     assert diff[1:, 1:].max() <= 1
     # and Pillow's exact renderer of the snapped map agrees the same way
     exact = np.full((64, 64, 3), 114, np.uint8)
@@ -50,29 +50,32 @@ def test_snapped_resample_is_pillows_filter_on_the_snapped_map(s):
 
 @pytest.mark.parametrize("flip", [False, True])
 @pytest.mark.parametrize("gains", [[0.0, 0.0, 0.0], [0.012, -0.5, 0.3], [-0.4, 0.7, -0.4]])
-def test_fused_hsv_flip_chw_equals_the_separate_steps(flip, gains):
+def test_fused_hsv_flip_equals_the_separate_steps(flip, gains):
     rng = np.random.default_rng(1)
     image = rng.integers(0, 256, (37, 29, 3), dtype=np.uint8)
     g = np.array(gains, np.float32)
     ref = apply_hsv(image, g)
-    ref = ref[:, ::-1] if flip else ref
-    for chunk in (7, 64, 100_000):  # blocks of whole rows, smaller and larger than one row
-        out = apply_hsv_chw(image, g, flip, chunk=chunk)
+    ref = (ref[:, ::-1] if flip else ref).transpose(2, 0, 1)
+    # contiguous planes, and a strided view of the interleaved image (copied to planes first)
+    for planes in (np.ascontiguousarray(image.transpose(2, 0, 1)), image.transpose(2, 0, 1)):
+        out = apply_hsv_chw(planes, g, flip)
         assert out.dtype == np.uint8 and out.flags.c_contiguous and out.shape == (3, 37, 29)
-        np.testing.assert_array_equal(out, ref.transpose(2, 0, 1))
+        np.testing.assert_array_equal(out, ref)
 
 
 @pytest.mark.parametrize("device_hsv", [False, True])
-def test_chw_sample_is_the_hwc_sample_transposed(tmp_path, device_hsv):
+def test_a_flipped_sample_is_the_unflipped_sample_mirrored(tmp_path, device_hsv):
+    # the flip draw is taken either way, so both streams make the same sample up to the mirror
     source = rect_source(tmp_path, "pose", n=5)
-    st = strengths_for_variant("x", flip_lr=0.5)
-    aug = TrainAugment(len(source), source.load_image, source.targets, 96, st, source.meta(), device_hsv)
+    augs = [
+        TrainAugment(len(source), source.load_image, source.targets, 96, strengths_for_variant("x", flip_lr=p), source.meta(), device_hsv)
+        for p in (0.0, 1.0)
+    ]
     for seed in range(8):
-        a = aug(seed % 5, np.random.default_rng(seed), chw=False)
-        b = aug(seed % 5, np.random.default_rng(seed), chw=True)
+        a, b = (aug(seed % 5, np.random.default_rng(seed)) for aug in augs)
         assert b.image.shape == (3, 96, 96) and b.image.flags.c_contiguous
         assert b.image.dtype == (np.float32 if device_hsv else np.uint8)
-        np.testing.assert_array_equal(b.image, a.image.transpose(2, 0, 1))
-        np.testing.assert_array_equal(b.targets.boxes, a.targets.boxes)
-        np.testing.assert_array_equal(b.targets.keypoints, a.targets.keypoints)
+        np.testing.assert_array_equal(b.image, a.image[:, :, ::-1])
+        np.testing.assert_allclose(b.targets.boxes, np.c_[96 - a.targets.boxes[:, 2], a.targets.boxes[:, 1], 96 - a.targets.boxes[:, 0], a.targets.boxes[:, 3]])
+        np.testing.assert_allclose(b.targets.keypoints[:, [1, 0, 2], 0], 96 - a.targets.keypoints[:, :, 0])  # flip_idx (1, 0, 2)
         np.testing.assert_array_equal(b.hsv_gains, a.hsv_gains)

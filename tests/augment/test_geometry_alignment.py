@@ -30,8 +30,8 @@ def test_every_surviving_instance_covers_its_rectangle_pixels(tmp_path, task, mo
     for seed in range(6):
         rng = np.random.default_rng(seed)
         out = aug(int(rng.integers(0, len(source))), rng, use_mosaic=mosaic)
-        img, t = out.image, out.targets
-        assert img.shape == (S, S, 3) and img.dtype == np.uint8
+        assert out.image.shape == (3, S, S) and out.image.dtype == np.uint8 and out.image.flags.c_contiguous
+        img, t = out.image.transpose(1, 2, 0), out.targets
         t.validate()
         for k in range(len(t)):
             x0, y0, x1, y1 = t.boxes[k]

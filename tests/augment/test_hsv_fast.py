@@ -88,14 +88,16 @@ def test_whole_third_hue_steps_are_channel_rolls():
     np.testing.assert_array_equal(apply_hsv(img, np.array([-1 / 3, 0, 0])), np.roll(img, -1, axis=2))
 
 
-def test_result_does_not_depend_on_chunking_or_memory_layout():
+def test_result_does_not_depend_on_memory_layout_or_row_length():
     rng = np.random.default_rng(2)
     img = rng.integers(0, 256, (37, 29, 3), dtype=np.uint8)
     g = np.array([0.012, -0.4, 0.3], np.float32)
     full = apply_hsv(img, g)
-    np.testing.assert_array_equal(apply_hsv(img, g, chunk=7), full)
     np.testing.assert_array_equal(apply_hsv(img[:, ::-1], g), full[:, ::-1])
     assert full.dtype == np.uint8 and full.flags.c_contiguous and full.shape == img.shape
+    # rows shorter and longer than one vector of the compiled loop, and its remainder
+    for w in (1, 15, 16, 17, 29):
+        np.testing.assert_array_equal(apply_hsv(img[:, :w], g), full[:, :w])
     assert apply_hsv(img[:0], g).shape == (0, 29, 3)
 
 

@@ -45,15 +45,15 @@ def test_mixup_blends_pixels_and_keeps_both_label_sets():
 
 def test_copy_paste_pastes_mirrored_polygon_instances_where_free():
     box = (4, 10, 20, 30)
-    img = rect_scene(40, 64, box)
+    img = rect_scene(40, 64, box).transpose(2, 0, 1)  # (3, H, W) planes, as the pipeline has them
     out, t = copy_paste(img, rect_targets(box, "seg"), apply=True)
     assert len(t) == 2
     np.testing.assert_allclose(t.boxes[1], [64 - 20, 10, 64 - 4, 30])
-    assert (out[12:28, 46:58] == (250, 10, 10)).all()  # pasted pixels under the pasted box
-    assert t.polygons.num_rings == 2 and t.polygons.ring_owner.tolist() == [0, 1]
+    assert (out[:, 12:28, 46:58].transpose(1, 2, 0) == (250, 10, 10)).all()  # pasted pixels under the pasted box
+    assert (out[:, 10:30, 4:20] == img[:, 10:30, 4:20]).all() and (out[:, :, 24:40] == 60).all()  # the rest stays
     # a centred instance would cover itself: nothing is pasted
     centred = (24, 10, 40, 30)
-    _, t2 = copy_paste(rect_scene(40, 64, centred), rect_targets(centred, "seg"), apply=True)
+    _, t2 = copy_paste(rect_scene(40, 64, centred).transpose(2, 0, 1), rect_targets(centred, "seg"), apply=True)
     assert len(t2) == 1
     # not drawn, or a task without polygons: unchanged
     _, t3 = copy_paste(img, rect_targets(box, "seg"), apply=False)

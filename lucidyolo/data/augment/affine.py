@@ -137,7 +137,8 @@ def render_affine_snapped(
     Callers must transform targets with the returned affine.
 
     Args:
-        out: ``(S_h, S_w, 3)`` uint8 destination, written in place.
+        out: ``(3, S_h, S_w)`` uint8 planar destination, written in place (the
+            kernel returns planes, so placing them costs no transpose).
         image: ``(H, W, 3)`` uint8 source.
         affine: source -> output mapping (before snapping).
         clip: optional output-frame rectangle the drawing must stay inside.
@@ -147,7 +148,7 @@ def render_affine_snapped(
         ``y1 <= y0``) and the snapped affine actually rendered.
     """
     h, w = image.shape[:2]
-    x0, y0, x1, y1 = _output_region(out.shape[:2], (h, w), affine, clip)
+    x0, y0, x1, y1 = _output_region(out.shape[1:], (h, w), affine, clip)
     if x1 <= x0 or y1 <= y0:
         return (x0, y0, x0, y0), affine
     s = affine.s
@@ -170,8 +171,7 @@ def render_affine_snapped(
     y1, x1 = min(y1, y0 + res.shape[2]), min(x1, x0 + res.shape[3])
     if x1 <= x0 or y1 <= y0:
         return (x0, y0, x0, y0), snapped
-    # the kernel returns NCHW: torch's own transpose to HWC is ~2x faster than numpy's strided assignment
-    out[y0:y1, x0:x1] = res[0, :, : y1 - y0, : x1 - x0].permute(1, 2, 0).contiguous().numpy()
+    out[:, y0:y1, x0:x1] = res[0, :, : y1 - y0, : x1 - x0].numpy()
     return (x0, y0, x1, y1), snapped
 
 

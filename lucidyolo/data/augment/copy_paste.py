@@ -36,7 +36,7 @@ def copy_paste(
     """Paste mirrored copies of polygon instances.
 
     Args:
-        image: ``(H, W, 3)`` uint8 or float32; not modified.
+        image: ``(3, H, W)`` uint8 or float32 planes; not modified.
         targets: instances with polygons (targets without them pass through
             unchanged, as do those with a field that cannot be mirrored).
         apply: the caller's Bernoulli draw.
@@ -49,7 +49,7 @@ def copy_paste(
         return image, targets
     if not all(spec.can_flip(meta or {}) for spec in targets.present_fields()):
         return image, targets
-    h, w = image.shape[:2]
+    h, w = image.shape[1:]
     b = targets.boxes
     mirrored = np.stack([w - b[:, 2], b[:, 1], w - b[:, 0], b[:, 3]], axis=1)
     ioa = box_ioa(mirrored, b)  # (N, N)
@@ -69,5 +69,5 @@ def copy_paste(
     rle = mask_utils.merge(mask_utils.frPyObjects(rings, h, w))
     mask = mask_utils.decode(rle).astype(bool)  # (H, W)
     out = image.copy()
-    out[mask] = image[:, ::-1][mask]
+    out[:, mask] = image[:, :, ::-1][:, mask]
     return out, Targets.concat([targets, pasted])

@@ -27,21 +27,6 @@ def draw_flip(rng: np.random.Generator, p: float) -> bool:
     return bool(rng.random() < p)
 
 
-def hflip(image: np.ndarray, targets: Targets, meta: Mapping[str, Any] | None = None) -> tuple[np.ndarray, Targets]:
-    """Mirror left-right.
-
-    Args:
-        image: ``(H, W, 3)`` array.
-        targets: instances in the image frame (not modified).
-        meta: dataset meta the field rules need (``flip_idx`` for keypoints).
-
-    Returns:
-        The mirrored image (contiguous copy) and mirrored targets.
-    """
-    w = image.shape[1]
-    return np.ascontiguousarray(image[:, ::-1]), hflip_targets(targets, w, meta)
-
-
 def can_flip(fields: Sequence[str], meta: Mapping[str, Any] | None) -> bool:
     """Whether every field of a dataset can be mirrored with its meta (keypoints need ``flip_idx``)."""
     return all(spec.can_flip(meta or {}) for spec in field_specs(fields))

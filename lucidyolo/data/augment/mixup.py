@@ -26,13 +26,13 @@ def mixup(
     """``lam * a + (1 - lam) * b`` and the union of both instance sets.
 
     Args:
-        image_a, image_b: ``(S, S, 3)`` images of one size (uint8 or float32).
+        image_a, image_b: ``(3, S, S)`` images of one shape (uint8 or float32).
         lam: weight of ``a``.
         keep_float: return float32 (device-HSV transport keeps the blend
             unrounded until the colour transform); otherwise round to uint8.
 
     Returns:
-        Blended ``(S, S, 3)`` image and ``concat([targets_a, targets_b])``.
+        Blended ``(3, S, S)`` image and ``concat([targets_a, targets_b])``.
     """
     blend = image_a.astype(np.float32) * lam + image_b.astype(np.float32) * (1.0 - lam)
     image = blend if keep_float else np.clip(np.rint(blend), 0, 255).astype(np.uint8)

@@ -2,6 +2,8 @@
 
 Order per sample (data spec): mosaic (or single image) fused with the random
 affine into one resample -> mixup -> copy-paste -> HSV -> horizontal flip.
+Images stay planar ``(3, S, S)`` from the resample on (the network's layout):
+the resampler returns planes, and the HSV loop only vectorises on planar rows.
 Every random number comes from the numpy ``Generator`` the caller passes in,
 always in the same order and count per step, so a seed reproduces a stream
 draw for draw and steps never shift each other's draws.
@@ -25,8 +27,8 @@ from lucidyolo.data.augment.affine import (
     transform_targets,
 )
 from lucidyolo.data.augment.copy_paste import copy_paste
-from lucidyolo.data.augment.flip import draw_flip, hflip, hflip_targets
-from lucidyolo.data.augment.hsv import apply_hsv, apply_hsv_chw, draw_hsv_gains
+from lucidyolo.data.augment.flip import draw_flip, hflip_targets
+from lucidyolo.data.augment.hsv import apply_hsv_chw, draw_hsv_gains
 from lucidyolo.data.augment.letterbox import letterbox_params
 from lucidyolo.data.augment.mixup import draw_mixup_lambda, mixup
 from lucidyolo.data.augment.mosaic import draw_mosaic_centre, mosaic_placements
@@ -71,9 +73,8 @@ class AugmentedSample:
     """One augmented training sample.
 
     Attributes:
-        image: ``(S, S, 3)`` uint8 (float32 when device HSV keeps a mixup blend
-            unrounded); with ``chw=True`` a contiguous ``(3, S, S)``, uint8, or
-            float32 whenever device HSV is on.
+        image: contiguous ``(3, S, S)`` RGB planes: uint8, or float32 whenever
+            device HSV is on.
         targets: instances in network-input pixels.
         hsv_gains: ``(3,)`` float32 gains drawn for this sample (applied
             already unless device HSV is on).
@@ -129,7 +130,7 @@ class TrainAugment:
         lb = letterbox_params(h, w, s).as_affine()
         r, dx, dy = random_scale_translate(rng, self.strengths.scale, self.strengths.translate)
         affine = lb.then(canvas_to_output(s, s, r, dx, dy))
-        out = np.full((s, s, 3), FILL_VALUE, np.uint8)
+        out = np.full((3, s, s), FILL_VALUE, np.uint8)
         region, affine = render_affine_snapped(out, image, affine)
         targets = clip_and_filter(transform_targets(self.load_targets(index), affine), region)
         return out, targets, affine
@@ -143,7 +144,7 @@ class TrainAugment:
         to_out = canvas_to_output(2 * s, s, r, dx, dy)
         images = [self.load_image(i) for i in indices]
         placements = mosaic_placements([im.shape[:2] for im in images], centre, s)
-        out = np.full((s, s, 3), FILL_VALUE, np.uint8)
+        out = np.full((3, s, s), FILL_VALUE, np.uint8)
         parts = []
         for i, image, place in zip(indices, images, placements, strict=True):  # 4 tiles, not instances
             region, affine = render_affine_snapped(out, image, place.affine.then(to_out), clip=to_out.apply_region(place.quadrant))
@@ -158,12 +159,11 @@ class TrainAugment:
         return self._single(index, rng)
 
     # --------------------------------------------------------------- sample
-    def __call__(self, index: int, rng: np.random.Generator, use_mosaic: bool = True, chw: bool = False) -> AugmentedSample:
+    def __call__(self, index: int, rng: np.random.Generator, use_mosaic: bool = True) -> AugmentedSample:
         """Augment image ``index`` with draws from ``rng``.
 
-        ``chw=True`` returns the network layout ``(3, S, S)``: HSV, flip and
-        the transpose then run as one pass over the pixels (same values as the
-        HWC result, transposed; float32 when device HSV is on).
+        HSV and the flip run as one pass over the pixels; with device HSV the
+        colours are left alone and the (mirrored) planes are returned as float32.
         """
         st = self.strengths
         image, targets, affine = self.geometric(index, rng, use_mosaic)
@@ -174,18 +174,12 @@ class TrainAugment:
         image, targets = copy_paste(image, targets, bool(rng.random() < st.copy_paste), self.meta)
         gains = draw_hsv_gains(rng, st.hsv_h, st.hsv_s, st.hsv_v)
         flip = draw_flip(rng, st.flip_lr) and all(f.can_flip(self.meta) for f in targets.present_fields())
-        if chw:
-            if flip:
-                targets = hflip_targets(targets, image.shape[1], self.meta)
-            if self.device_hsv:
-                out = np.empty((3, *image.shape[:2]), np.float32)
-                np.copyto(out, image.transpose(2, 0, 1)[:, :, ::-1] if flip else image.transpose(2, 0, 1))
-                image = out
-            else:
-                image = apply_hsv_chw(image, gains, flip)
-            return AugmentedSample(image, targets, gains, affine)
-        if not self.device_hsv:
-            image = apply_hsv(image, gains)
         if flip:
-            image, targets = hflip(image, targets, self.meta)
+            targets = hflip_targets(targets, image.shape[2], self.meta)
+        if self.device_hsv:
+            out = np.empty(image.shape, np.float32)
+            np.copyto(out, image[:, :, ::-1] if flip else image)
+            image = out
+        else:
+            image = apply_hsv_chw(image, gains, flip)
         return AugmentedSample(image, targets, gains, affine)
