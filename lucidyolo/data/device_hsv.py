@@ -4,8 +4,8 @@ With ``data.device_hsv`` the workers still draw the gains (and flips), ship
 them in the :class:`~lucidyolo.structures.packed.PackedBatch` with float32
 images, and :func:`~lucidyolo.structures.packed.unpack` applies this function
 after the transfer. It is the float twin of
-:func:`lucidyolo.data.augment.hsv.apply_hsv` (which quantises hue, saturation
-and value to 8 bits on the way).
+:func:`lucidyolo.data.augment.hsv.apply_hsv_chw` (the same exact transform, whose
+result is rounded to 8 bits; the two agree within one level).
 
 :func:`resolve_device_hsv` decides whether a run may use it: CUDA only, and only
 under precisions whose inputs reach the data hook as float32.
