@@ -33,7 +33,7 @@ def run_predict(
     import torch
 
     from lucidyolo.data.augment.letterbox import letterbox_image
-    from lucidyolo.data.image_io import read_image
+    from lucidyolo.data.image_io import read_image_fast
     from lucidyolo.engine.evaluate import pick_device
     from lucidyolo.engine.restore import restore
 
@@ -59,7 +59,7 @@ def run_predict(
     results = []
     with torch.inference_mode():
         for f in files:  # one image at a time: sizes differ and latency per image is what a user sees
-            image = read_image(f)
+            image = read_image_fast(f)  # libjpeg-turbo for JPEG, as validation decodes
             boxed, lb = letterbox_image(image, size)
             x = torch.from_numpy(boxed).permute(2, 0, 1)[None].to(dev).float() / 255.0  # (1, 3, S, S)
             decoded = spec.decode(model(x), decoder)[0].cpu()

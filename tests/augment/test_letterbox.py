@@ -42,3 +42,37 @@ def test_letterbox_image_and_targets_agree():
     assert (out[: int(p.pad_y)] == 114).all() and (out[-int(p.pad_y) :] == 114).all()
     back = unletterbox_points(t.boxes, p)
     np.testing.assert_allclose(back[0], box, atol=1e-4)
+
+
+@pytest.mark.parametrize("hw,size", [((480, 640), 640), ((640, 427), 640), ((37, 320), 320)])
+def test_unit_scale_letterbox_is_pillows_bilinear_byte_for_byte(hw, size):
+    # at scale 1 the render is a whole-pixel shift and takes a copy instead of Pillow's resample;
+    # Pillow's own bilinear resize over the same box is the oracle
+    from PIL import Image
+
+    rng = np.random.default_rng(4)
+    img = rng.integers(0, 256, (*hw, 3), dtype=np.uint8)
+    out, p = letterbox_image(img, size)
+    assert p.scale == 1.0
+    h, w = hw
+    ref = np.asarray(Image.fromarray(img).resize((w, h), Image.Resampling.BILINEAR, box=(0.0, 0.0, float(w), float(h))))
+    y, x = int(p.pad_y), int(p.pad_x)
+    np.testing.assert_array_equal(out[y : y + h, x : x + w], ref)
+    mask = np.ones((size, size), bool)
+    mask[y : y + h, x : x + w] = False
+    assert (out[mask] == 114).all()
+
+
+def test_unit_scale_render_with_a_shift_and_clip_matches_pillow():
+    from PIL import Image
+
+    from lucidyolo.data.augment.affine import IsoAffine, render_affine
+
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (50, 70, 3), dtype=np.uint8)
+    out = np.full((64, 64, 3), 114, np.uint8)
+    region = render_affine(out, img, IsoAffine(1.0, -9.0, 20.0), clip=(3.0, 0.0, 60.0, 64.0))
+    assert region == (3, 20, 60, 64)  # x from 3 (clip) to 60 (clip), y from 20 (shift) to 64 (frame)
+    ref = np.asarray(Image.fromarray(img).resize((57, 44), Image.Resampling.BILINEAR, box=(12.0, 0.0, 69.0, 44.0)))
+    np.testing.assert_array_equal(out[20:64, 3:60], ref)
+    assert (out[:20] == 114).all() and (out[:, :3] == 114).all() and (out[:, 60:] == 114).all()

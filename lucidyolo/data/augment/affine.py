@@ -94,6 +94,13 @@ def render_affine(
     if x1 <= x0 or y1 <= y0:
         return (x0, y0, x0, y0)
     s = affine.s
+    if s == 1.0 and float(affine.tx).is_integer() and float(affine.ty).is_integer():
+        # a whole-pixel shift: Pillow's bilinear samples every source pixel at its own centre
+        # (weights 1 and 0), so a copy gives the same bytes ~7x faster (the letterbox of an image
+        # whose long side already is S: most of `lucid predict`'s and validation's inputs)
+        dx, dy = int(affine.tx), int(affine.ty)
+        out[y0:y1, x0:x1] = image[y0 - dy : y1 - dy, x0 - dx : x1 - dx]
+        return (x0, y0, x1, y1)
     box = (
         min(max((x0 - affine.tx) / s, 0.0), float(w)),
         min(max((y0 - affine.ty) / s, 0.0), float(h)),
