@@ -121,3 +121,28 @@ def test_every_gain_sign_branch_matches_the_reference(signs, gh):
     img[::3] = img[::3, :, :1]
     g = np.array([gh, 0.6 * signs[0], 0.35 * signs[1]], np.float32)
     assert max_diff(apply_hsv(img, g), reference_hsv(img, g)) <= 1
+
+
+def test_the_compiled_loop_runs_where_numba_cannot_write_its_cache(tmp_path):
+    # a read-only install without a writable home: every numba cache location fails its write probe
+    # (numba then refuses `cache=True` at import); the loop must compile per process and give the same bytes
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(9)
+    img = rng.integers(0, 256, (9, 23, 3), dtype=np.uint8)
+    g = np.array([0.02, 0.5, -0.3], np.float32)
+    np.save(tmp_path / "img.npy", img)
+    code = (
+        "import numpy as np, numba.core.caching as c\n"
+        "def refuse(self): raise OSError('read-only')\n"
+        "c._CacheLocator.ensure_cache_path = refuse\n"
+        "from lucidyolo.data.augment import hsv_kernel\n"
+        "assert hsv_kernel.hsv_planes._cache.__class__.__name__ == 'NullCache'\n"
+        "from lucidyolo.data.augment.hsv import apply_hsv\n"
+        f"np.save({str(tmp_path / 'out.npy')!r}, apply_hsv(np.load({str(tmp_path / 'img.npy')!r}), np.array({g.tolist()}, np.float32)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), apply_hsv(img, g))

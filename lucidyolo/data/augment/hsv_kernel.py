@@ -4,6 +4,9 @@ Imported lazily by :mod:`lucidyolo.data.augment.hsv` so that evaluation and
 prediction never load numba. Compiled on first call and cached on disk
 (``cache=True``: numba's cache next to this file, or its user-wide fallback),
 so a loader worker pays the compile once per machine, not once per process.
+Where numba finds no writable place for its cache (a read-only install and no
+writable home, as in some containers) it would refuse the module at import; the
+loop is then compiled in each process instead (~0.3 s), never refused.
 
 Every operation rounds as IEEE float32 (no contraction, reassociation or
 reciprocal approximation); only ``nnan``/``ninf``/``nsz`` are granted, which lets
@@ -17,10 +20,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_JIT = {"fastmath": {"nnan", "ninf", "nsz"}, "boundscheck": False, "error_model": "numpy", "cache": True}
+_JIT = {"fastmath": {"nnan", "ninf", "nsz"}, "boundscheck": False, "error_model": "numpy"}
 
 
-@numba.njit(inline="always", **_JIT)
+def _njit_cached(fn):
+    """``numba.njit`` with the on-disk cache where numba can write one, else without it."""
+    try:
+        return numba.njit(cache=True, **_JIT)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(**_JIT)(fn)
+
+
+@numba.njit(inline="always", **_JIT)  # inlined into the loop below, which carries the cache
 def _pixel(r, g, b, const_k, kk, vscale, inv_s, floor, dh):  # pragma: no cover - compiled
     """float32 ``r, g, b`` in levels -> the three new channels before truncation (see hsv.py)."""
     one = np.float32(1.0)
@@ -44,8 +55,7 @@ def _pixel(r, g, b, const_k, kk, vscale, inv_s, floor, dh):  # pragma: no cover 
     return yr, yg, yb
 
 
-@numba.njit(**_JIT)
-def hsv_planes(src, out_r, out_g, out_b, flip, const_k, kk, vscale, inv_s, floor, dh):  # pragma: no cover - compiled
+def _hsv_planes(src, out_r, out_g, out_b, flip, const_k, kk, vscale, inv_s, floor, dh):  # pragma: no cover - compiled
     """Write the jittered image's planes.
 
     Args:
@@ -70,3 +80,6 @@ def hsv_planes(src, out_r, out_g, out_b, flip, const_k, kk, vscale, inv_s, floor
             for x in range(w):
                 yr, yg, yb = _pixel(np.float32(rr[x]), np.float32(gg[x]), np.float32(bb[x]), const_k, kk, vscale, inv_s, floor, dh)
                 o_r[x], o_g[x], o_b[x] = np.uint8(yr), np.uint8(yg), np.uint8(yb)
+
+
+hsv_planes = _njit_cached(_hsv_planes)
