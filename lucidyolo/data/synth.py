@@ -249,13 +249,8 @@ def write_synthetic(
         "fields": list(fields), "num_images": num_images, "img_size": img_size, "seed": seed, "fmt": fmt,
         "val_fraction": val_fraction, "coco_layout": coco_layout, "image_format": image_format, "version": 1,
     }  # fmt: skip
-    marker = out / _MARKER
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text()) == params:
-                return out
-        except json.JSONDecodeError:
-            pass
+    if _is_same_set(out, params):
+        return out
     if out.exists() and any(out.iterdir()):
         raise DataError(
             f"{out} is not empty and is not the same synthetic set.",
@@ -273,13 +268,31 @@ def write_synthetic(
         if fmt == "yolo":
             _write_yaml(tmp, fields)
         (tmp / _MARKER).write_text(json.dumps(params, sort_keys=True))
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
+        try:
+            if out.exists():
+                out.rmdir()
+            os.replace(tmp, out)
+        except OSError:
+            # another process (two runs started together on the default set) renamed the same set
+            # into place first: keep theirs, drop ours
+            if not _is_same_set(out, params):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _is_same_set(out: Path, params: dict) -> bool:
+    """Whether ``out`` holds a finished synthetic set written with exactly ``params``."""
+    marker = out / _MARKER
+    if not marker.is_file():
+        return False
+    try:
+        return json.loads(marker.read_text()) == params
+    except json.JSONDecodeError:
+        return False
 
 
 def _write_split(root: Path, split: str, idx: range, fields: tuple[str, ...], size: int, seed: int, fmt: str, coco_layout: int, ext: str) -> None:

@@ -60,6 +60,28 @@ def test_class_colours_are_distinct(synth):
     assert d[~np.eye(4, dtype=bool)].min() > 60
 
 
+def test_a_writer_that_loses_the_race_keeps_the_winners_set(tmp_path, monkeypatch):
+    # two runs started together on the default set: both write, one renames into place first;
+    # the other must return the finished set instead of failing on the non-empty folder
+    import lucidyolo.data.synth as synth
+
+    out = tmp_path / "set"
+    real = synth._write_split
+    raced = []
+
+    def write_and_race(*args, **kwargs):
+        if not raced:
+            raced.append(True)
+            write_synthetic(out, fields_of("det"), 4, 64, seed=2)  # the other process, finishing first
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(synth, "_write_split", write_and_race)
+    assert write_synthetic(out, fields_of("det"), 4, 64, seed=2) == out
+    monkeypatch.setattr(synth, "_write_split", real)
+    assert _digest(out) == _digest(write_synthetic(tmp_path / "alone", fields_of("det"), 4, 64, seed=2))
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".synth-")] == []  # the loser's temp folder is gone
+
+
 def test_reusing_a_folder_with_other_parameters_is_refused(tmp_path):
     write_synthetic(tmp_path / "s", fields_of("det"), 4, 64, seed=0)
     assert write_synthetic(tmp_path / "s", fields_of("det"), 4, 64, seed=0) == tmp_path / "s"
