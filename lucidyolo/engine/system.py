@@ -159,18 +159,19 @@ class TrainingSystem(pl.LightningModule):
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         images, gt, meta = unpack(batch, self.device)
-        # Float32 whatever the training precision: the epoch metric (and the best checkpoint it picks)
-        # is then the number `lucid eval --no-fold` reproduces from the checkpoint.
+        # Float32 whatever the training precision, the metric's own tensor work included (seg builds
+        # its masks from coefficients x prototypes there): the epoch metric (and the best checkpoint it
+        # picks) is then the number `lucid eval --no-fold` reproduces from the checkpoint.
         with _float32(self.device):
             outputs = self.model(self._to_input(images))
             _, terms = self.criterion(outputs, gt, self.alpha)
             decoded = self.decode(outputs, "e2e")
+            self.metric_update(metric=self.val_metric, outputs=outputs, decoded=decoded, gt=gt, batch_meta=meta)
         n = images.shape[0]
         self.log_dict(
             {f"val/{k}_loss": v for k, v in terms.items() if "/" not in k},
             on_step=False, on_epoch=True, batch_size=n, sync_dist=True,
         )
-        self.metric_update(metric=self.val_metric, outputs=outputs, decoded=decoded, gt=gt, batch_meta=meta)
 
     def on_validation_epoch_end(self) -> None:
         # The metric gathers across ranks itself (or the task declares multi_device=False).
