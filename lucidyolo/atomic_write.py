@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -25,22 +26,43 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
         **kwargs: passed to ``os.fdopen`` (e.g. ``encoding``, ``newline``).
 
     On any exception (KeyboardInterrupt included) the temporary file is removed and
-    the previous file at ``path``, if any, is left untouched.
+    the previous file at ``path``, if any, is left untouched; an ``OSError`` that names
+    no file (a ``write`` on a full disk) is given ``path`` as its filename.
+
+    The file gets the mode a plain ``open`` would (``0o666`` less the umask), not
+    ``mkstemp``'s ``0o600``: colleagues on a shared server read checkpoints and
+    ``results.csv`` like the rest of the run.
     """
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    tmp = None
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(dest)
         raise
     fsync_dir(dest.parent)
+
+
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it: POSIX has no read-only call)."""
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def fsync_dir(folder: Path) -> None:

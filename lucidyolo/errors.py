@@ -64,11 +64,16 @@ class RunInterrupted(BaseException):
     Args:
         signum: the signal received.
         resume: the command that continues the run (set by the fit runner), if any.
+        fix: the advice to print instead (set by commands whose runs cannot be resumed).
     """
 
-    def __init__(self, signum: int, resume: str | None = None) -> None:
+    def __init__(self, signum: int, resume: str | None = None, fix: str | None = None) -> None:
         self.signum = int(signum)
         self.resume = resume
+        self.fix = fix
+        """What to do instead of resuming, when the command that was stopped keeps no checkpoint (a gate)."""
+        self.epochs_done: int | None = None
+        """Epochs that had finished, when the stopped command trained."""
         super().__init__(f"stopped by signal {self.signum}")
 
     @property

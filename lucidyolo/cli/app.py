@@ -67,8 +67,8 @@ def main() -> None:
         name = {2: "Ctrl-C (SIGINT)", 15: "SIGTERM"}.get(stop.signum, f"signal {stop.signum}")
         print_user_error(UserError(
             f"Stopped by {name}.",
-            fix=f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume
-            else "No epoch had finished; start the run again.",
+            fix=stop.fix or (f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume
+                             else "No epoch had finished; start the run again."),
         ))
         sys.exit(stop.exit_code)
     except KeyboardInterrupt:

@@ -125,8 +125,9 @@ def apply_cross_field_rules(cfg: RunConfig, spec: TaskSpec) -> RunConfig:
         if count is None:
             cfg.trainer.devices = 1  # 'auto' would take every GPU of the machine
         elif count != 1:
+            asks = "every device of the machine" if count == -1 else f"{count} devices"
             raise ConfigError(
-                f"`trainer.devices` = {cfg.trainer.devices!r} asks for {count} devices, but task "
+                f"`trainer.devices` = {cfg.trainer.devices!r} asks for {asks}, but task "
                 f"{spec.name!r} trains on exactly one.",
                 why=why,
                 fix="Set `--trainer.devices 1` (and a larger batch size if you want more throughput).",

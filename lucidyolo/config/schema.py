@@ -157,4 +157,5 @@ class RunConfig(StrictModel):
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    """numpy's and torch's seeding take 0 .. 2**32 - 1; a negative seed used to pass here and crash in seeding."""

@@ -270,3 +270,27 @@ def plan_workers(
             "lower data.batch_size or data.img_size, or enlarge /dev/shm (docker run --shm-size=8g, or --ipc=host).",
         )
     return chosen
+
+
+def plan_eval_workers(
+    source: object, fields: tuple[str, ...], batch_size: int, img_size: int, *, wanted: int = 2,
+    prefetch_factor: int = 2, free_bytes: int | None | str = "probe",
+) -> int:
+    """Workers of a one-process evaluation or prediction loader, budgeted as ``lucid fit`` budgets its own.
+
+    At most ``wanted`` (and ``batch_size``); the most whose batches in flight fit
+    ``SHM_FRACTION`` of the free /dev/shm (0: the main process loads). Evaluation at
+    640 px x 32 keeps 39 MB per batch: two workers (5 batches) would not fit Docker's
+    64 MiB default, and a worker would die with "No space left on device".
+
+    Args:
+        source, fields, batch_size, img_size: as :func:`largest_batch_nbytes` (validation: letterbox only).
+        free_bytes: override the probed free /dev/shm (``None`` = no /dev/shm, no budget).
+    """
+    wanted = max(0, min(int(wanted), int(batch_size)))
+    free = shm_free_bytes() if free_bytes == "probe" else free_bytes
+    if free is None:
+        return wanted
+    batch = largest_batch_nbytes(source, fields, batch_size, img_size, train=False)
+    budget = free * SHM_FRACTION  # type: ignore[operator]
+    return next((w for w in range(wanted, 0, -1) if batches_in_flight(w, prefetch_factor) * batch <= budget), 0)

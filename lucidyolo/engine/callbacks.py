@@ -1,8 +1,9 @@
-"""Lightning callbacks: EMA, close-mosaic, results.csv + plots, atomic checkpoint IO."""
+"""Lightning callbacks: EMA, close-mosaic, results.csv + plots, atomic checkpoint IO, joining rank 0's run folder."""
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pytorch_lightning.plugins.io import TorchCheckpointIO
 from lucidyolo.engine.checkpoint import atomic_save, load_checkpoint
 from lucidyolo.engine.ema import ModelEMA
 from lucidyolo.engine.results_csv import results_columns, write_results_row
+from lucidyolo.engine.run_dir import RUN_DIR_ENV, RunDir
 
 EMA_KEY = "lucid_ema"
 
@@ -151,3 +153,33 @@ class ResultsCallback(Callback):
             from lucidyolo.engine.plots import plot_results
 
             plot_results(self.csv_path, self.run_dir)
+
+
+class JoinRankZeroRunDir(Callback):
+    """Every rank takes rank 0's run folder once the process group exists.
+
+    Ranks on other nodes start with a pending folder (they cannot see the
+    variable rank 0 set for its local children); one broadcast at set-up gives
+    them rank 0's path, so messages and resume commands name the one real folder.
+    """
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if trainer.world_size <= 1:
+            return
+        path = str(trainer.strategy.broadcast(str(self.run.path), src=0))
+        if Path(path) != self.run.path:
+            self.run.join(Path(path))
+            os.environ[RUN_DIR_ENV] = path
+
+
+class FirstStep(Callback):
+    """Notes that training reached its first batch: a run that fails before it left nothing worth keeping."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
+        self.seen = True

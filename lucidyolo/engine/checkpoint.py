@@ -18,6 +18,7 @@ callback state are kept in plain types; :func:`assert_plain` checks that.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import zipfile
@@ -143,8 +144,12 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
         is left untouched and the temporary file is removed.
     """
     path = Path(path)
+    # Serialised in memory first: a write fault then reaches the caller as the plain OSError of one
+    # write (errno, path), not wrapped in torch's zip-writer errors.
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
     with atomic_open(path, "wb") as f:
-        torch.save(obj, f)
+        f.write(buffer.getbuffer())
     return path
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from lucidyolo.config.resolve import config_to_yaml, run_config_class
 from lucidyolo.config.schema import RunConfig
+from lucidyolo.engine.disk_errors import disk_error, writing
+from lucidyolo.engine.run_dir import refuse_finished
 from lucidyolo.errors import ConfigError, RunInterrupted, UserError
 from lucidyolo.tasks.api import TaskSpec
 
@@ -115,7 +117,6 @@ def _fit(
     import torch
 
     from lucidyolo.data.dota import refuse_untiled_scenes
-    from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.build import (
         build_datamodule,
         build_system,
@@ -127,19 +128,21 @@ def _fit(
         resolve_schedule,
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
-    from lucidyolo.engine.run_dir import run_dir_for
+    from lucidyolo.engine.run_dir import remove_unstarted, run_dir_for
     from lucidyolo.engine.trainer_factory import (
-        make_trainer,
-        precision_note,
+        check_accelerator,
         resolve_precision,
         uses_cuda,
         uses_mps,
     )
 
-    run = run_dir_for(spec.name, cfg, resume)
-    if run.checkpoint is not None:
-        cfg = config_from_checkpoint(spec, load_checkpoint(run.checkpoint))  # refuses unsafe files first
+    run = run_dir_for(spec.name, cfg, resume) if resume is not None else None
+    if run is not None and run.checkpoint is not None:
+        ckpt = load_checkpoint(run.checkpoint)  # refuses unsafe files first
+        cfg = config_from_checkpoint(spec, ckpt)
+        refuse_finished(spec.name, run.path, ckpt, cfg)
 
+    check_accelerator(cfg)
     data_root = data_root_of(spec, cfg)
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
     refuse_untiled_scenes(train_src, cfg.data.img_size)
@@ -170,16 +173,47 @@ def _fit(
     datamodule = build_datamodule(spec, cfg, train_src, val_src, cuda=cuda)
     plan = datamodule.worker_plan()  # refuses a named worker count that cannot fit /dev/shm, before training
 
-    run.path.mkdir(parents=True, exist_ok=True)
-    if os.environ.get("LOCAL_RANK", "0") == "0":
-        (run.path / "config.yaml").write_text(config_to_yaml(cfg))
+    # The folder is claimed only now that the config, data and plan are known to work: a refused start
+    # leaves nothing behind. What fails later, before the first step, removes it again (remove_unstarted).
+    if run is None:
+        root = Path(cfg.trainer.default_root_dir or Path("runs") / spec.name)
+        run = writing(lambda: run_dir_for(spec.name, cfg), root, None)
+    from lucidyolo.engine.callbacks import FirstStep
+
+    started = FirstStep()
+    try:
+        return _train(spec, cfg, run, started, system, datamodule, plan, recipe, requested_precision, num_classes,
+                      train_src, val_src, data_root, ranks, cuda, extra_callbacks, log, progress_bar)
+    except BaseException:
+        if not started.seen:
+            remove_unstarted(run)
+        raise
+
+
+def _train(
+    spec: TaskSpec, cfg: RunConfig, run: Any, started: Any, system: Any, datamodule: Any, plan: Any, recipe: Any,
+    requested_precision: str, num_classes: int, train_src: Any, val_src: Any, data_root: Any, ranks: int, cuda: bool,
+    extra_callbacks: list[Any] | None, log: Callable[[str], None], progress_bar: bool,
+) -> dict[str, Any]:
+    from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
+    from lucidyolo.engine.callbacks import JoinRankZeroRunDir
+    from lucidyolo.engine.run_dir import is_global_rank_zero, stale_temporaries
+    from lucidyolo.engine.trainer_factory import make_trainer, precision_note
+
+    if run.checkpoint is not None:
+        for leftover in stale_temporaries(run.path):  # a SIGKILL mid-write left them; ~a checkpoint each
+            leftover.unlink(missing_ok=True)
+    if is_global_rank_zero() and not run.pending:
+        writing(lambda: (run.path / "config.yaml").write_text(config_to_yaml(cfg)), run.path / "config.yaml", run, spec)
     trainer, checkpoint_cb = make_trainer(
-        spec, cfg, run, cuda=cuda, progress_bar=progress_bar, extra_callbacks=extra_callbacks,
+        spec, cfg, run, cuda=cuda, progress_bar=progress_bar,
+        extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or [])],
         epoch_log=None if log is _silent else log,
     )
+    shown_dir = "rank 0's run dir" if run.pending else f"run dir {run.path}"
     log(
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "
-        f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, run dir {run.path}"
+        f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, {shown_dir}"
     )
     if os.environ.get("LOCAL_RANK", "0") == "0":
         log(plan.describe())
@@ -191,8 +225,11 @@ def _fit(
         trainer.fit(system, datamodule=datamodule, ckpt_path=str(run.checkpoint) if run.checkpoint else None)
     except RunInterrupted as stop:
         stop.resume = run.resume_command(spec.name)
+        stop.epochs_done = int(trainer.current_epoch)
         raise
     except Exception as exc:
+        if (disk := disk_error(exc, run, spec.name)) is not None:
+            raise disk from None
         # torch reports a dead worker from its SIGCHLD handler, wherever the main thread is (not only
         # inside the loader's next), so the mapping is repeated here
         err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc, in_loader=False)

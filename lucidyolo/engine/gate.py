@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.errors import NotAvailableError
+from lucidyolo.errors import NotAvailableError, RunInterrupted
 
 
 def run_overfit_gate(
@@ -48,7 +48,14 @@ def run_overfit_gate(
     fixed = {"data": {"img_size": size, "val_split": "train"},
              "trainer": {"max_epochs": e, "default_root_dir": str(work / "runs"), "check_val_every_n_epoch": e}}
     cfg = resolve_config(spec, [gate.preset], deep_merge(overrides or {}, fixed), data_root=root)
-    result = run_fit(spec, cfg, log=log, progress_bar=progress_bar)
+    try:
+        result = run_fit(spec, cfg, log=log, progress_bar=progress_bar)
+    except RunInterrupted as stop:
+        done = "no epoch" if not stop.epochs_done else f"{stop.epochs_done} of {e} epochs"
+        stop.resume = None
+        stop.fix = (f"{done} had finished, but a gate is scored only at its end and is not resumed: run "
+                    f"`lucid gate overfit --task {spec.name}` again.")
+        raise
     source = open_split(spec, cfg, root, "train", "train")
     value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf))
     wall = time.perf_counter() - t0

@@ -74,8 +74,32 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         raise UserError(
-            f"The weights in {path} do not fit the {cfg.model.variant!r} {spec.name} model: {str(exc)[:300]}",
-            fix="Use the lucidyolo version that wrote the checkpoint.",
+            f"The weights in {path} do not fit the {cfg.model.variant!r} {spec.name} model its config describes: "
+            f"{describe_mismatch(model.state_dict(), state)}.",
+            why=("the checkpoint's config and its tensors disagree: the tensors belong to another task's or "
+                 "variant's model (the file was assembled or edited after training), or to another lucidyolo "
+                 "release whose model had other layers."),
+            fix=(f"Use the checkpoint with the task that trained it (every command reads the task, here "
+                 f"{spec.name!r}, from the checkpoint's config); if the config was edited, restore it; a checkpoint "
+                 "of an older release loads with that release."),
         ) from exc
     model.eval()
     return Restored(spec, cfg, model, num_classes, used_ema, ckpt, meta)
+
+
+def describe_mismatch(expected: dict[str, Any], got: dict[str, Any], examples: int = 2) -> str:
+    """``'3 tensors missing (e.g. a, b), 1 unexpected (e.g. c), 1 of another shape (e.g. d: 4x8 in the file, 5x8 in the model)'``."""
+    missing = [k for k in expected if k not in got]
+    unexpected = [k for k in got if k not in expected]
+    shaped = [k for k in expected if k in got and tuple(got[k].shape) != tuple(expected[k].shape)]
+    dims = lambda t: "x".join(map(str, t.shape)) or "scalar"  # noqa: E731
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} tensors missing (e.g. {', '.join(missing[:examples])})")
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected (e.g. {', '.join(unexpected[:examples])})")
+    if shaped:
+        parts.append(f"{len(shaped)} of another shape (e.g. "
+                     + ", ".join(f"{k}: {dims(got[k])} in the file, {dims(expected[k])} in the model" for k in shaped[:examples])
+                     + ")")
+    return "; ".join(parts) or "the state dict was refused"

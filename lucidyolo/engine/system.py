@@ -7,7 +7,9 @@ the metric are plain objects built by the task layer and passed in.
 
 from __future__ import annotations
 
+import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -95,6 +97,10 @@ class TrainingSystem(pl.LightningModule):
         self.val_metric = metric
         self.metric_update = metric_update
         self.metric_keys = tuple(metric_keys)
+        for key in self.metric_keys:
+            # the epoch metric gathers every rank's matches itself; Lightning's advice to sync_dist (a mean of
+            # the ranks' values) would be wrong advice for it, so it is not printed for these keys
+            warnings.filterwarnings("ignore", message=re.escape(f"It is recommended to use `self.log({key!r}, ..., sync_dist=True)`"))
         self.config = config
         self.class_names = list(class_names or [])
         self.dataset_meta = dict(dataset_meta or {})

@@ -25,6 +25,32 @@ def uses_mps(cfg: RunConfig) -> bool:
     return acc == "mps" or (acc == "auto" and not torch.cuda.is_available() and available)
 
 
+def check_accelerator(cfg: RunConfig) -> None:
+    """Refuse an accelerator this machine does not have, naming what it has (Lightning raises a bare
+    ``MisconfigurationException`` from deep inside ``Trainer``)."""
+    import torch
+
+    acc = cfg.trainer.accelerator.lower()
+    has_mps = bool(getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available())
+    has = "CUDA GPUs" if torch.cuda.is_available() else "an Apple GPU (mps)" if has_mps else "only its CPU"
+    why = None
+    if acc in ("gpu", "cuda") and not torch.cuda.is_available() and not (acc == "gpu" and has_mps):
+        build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+        why = f"torch {torch.__version__} ({build}) sees no CUDA device on this machine"
+    elif acc == "mps" and not has_mps:
+        why = "torch sees no Apple Metal (mps) device on this machine"
+    elif acc not in ("auto", "cpu", "gpu", "cuda", "mps"):
+        why = "lucid trains on cpu, cuda (gpu) or mps"
+    if why is not None:
+        from lucidyolo.errors import ConfigError
+
+        raise ConfigError(
+            f"`trainer.accelerator` = {cfg.trainer.accelerator!r}, but this machine has {has}.",
+            why=why + ".",
+            fix="Use `--trainer.accelerator auto` (whatever the machine has) or `--trainer.accelerator cpu`.",
+        )
+
+
 def resolve_precision(cfg: RunConfig, cuda: bool) -> RunConfig:
     """The config with ``trainer.precision: auto`` resolved for the device this run trains on.
 

@@ -45,12 +45,14 @@ def predict_split(
 
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
+    from lucidyolo.data.worker_plan import plan_eval_workers
     from lucidyolo.structures.packed import unpack
 
     dataset: Any = ValDataset(source, img_size)
     if limit is not None:
         dataset = FirstItems(dataset, limit)
-    loader = build_val_loader(dataset, batch_size, tuple(fields), val_num_workers=min(2, batch_size))
+    workers = plan_eval_workers(source, tuple(fields), batch_size, img_size)  # the /dev/shm budget fit uses
+    loader = build_val_loader(dataset, batch_size, tuple(fields), val_num_workers=workers)
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in DECODE_PATHS}
     t_forward = t_decode = 0.0
     model.to(device)

@@ -78,6 +78,14 @@ except subprocess.TimeoutExpired:
 err = open(out + "/fill.err").read()
 res["fill"] = {"rc": p.returncode, "s": time.time() - filled, "err": err[-3000:],
                "shm": sorted(n for n in os.listdir("/dev/shm") if n != "filler")}
+
+# lucid eval in an even smaller /dev/shm: 32 images at 640 px x 8 are 9.8 MB batches; two workers (the old
+# fixed count) keep up to four of them in flight, more than 16 MiB holds
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16M", "tmpfs", "/dev/shm"], check=True)
+r = subprocess.run([lucid, "eval", "--checkpoint", out + "/auto/version_0/checkpoints/last.ckpt", "--data-root", data,
+                    "--split", "train", "--img-size", "640", "--batch-size", "8", "--output", out + "/eval.json"],
+                   capture_output=True, text=True, env=env)
+res["eval"] = {"rc": r.returncode, "err": r.stderr[-3000:], "shm": os.listdir("/dev/shm")}
 print(json.dumps(res))
 '''
 
@@ -125,3 +133,8 @@ def test_a_64_mib_dev_shm_budgets_workers_refuses_what_cannot_fit_and_survives_f
     # Epoch 0's checkpoint, or epoch 1's when a loaded machine let epoch 1's batches into /dev/shm before
     # the filler took it: either way a finished epoch, intact, and never the last one (the run did not end).
     assert torch.load(last, weights_only=True)["epoch"] in (0, 1)
+
+    ev = res["eval"]  # eval's loader workers budgeted like fit's: none fit 16 MiB, the main process loads
+    assert ev["rc"] == 0, ev["err"]
+    assert json.loads((tmp_path / "runs" / "eval.json").read_text())["num_images"] == 32
+    assert ev["shm"] == []

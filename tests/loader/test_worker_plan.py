@@ -120,3 +120,26 @@ def test_short_epochs_get_fewer_workers():
     # a named count is the user's: not reduced
     assert plan_workers(3, None, batch_size=8, train_batch_bytes=1, val_batch_bytes=1, cores=16, free_bytes=None,
                         cpu_step=True, batches_per_epoch=3).train == 3
+
+
+def test_eval_workers_follow_the_dev_shm_budget():
+    """Validation batches of 8 x 640^2 x 3 bytes (9.83 MB, page-rounded): 2 workers keep 5 in flight (49.2 MB)."""
+    from lucidyolo.data.worker_plan import plan_eval_workers
+
+    class Source:  # only the instance counts of a source are read
+        def instances_per_image(self):
+            import numpy as np
+
+            return np.array([3, 5])
+
+        def polygon_sizes_per_image(self):
+            import numpy as np
+
+            return np.zeros(2, int), np.zeros(2, int)
+
+    batch = 8 * 640 * 640 * 3
+    assert plan_eval_workers(Source(), (), 8, 640, free_bytes=None) == 2  # no /dev/shm: nothing to budget
+    assert plan_eval_workers(Source(), (), 8, 640, free_bytes=16 << 20) == 0  # 16 MiB: not even 1 worker (3 batches)
+    assert plan_eval_workers(Source(), (), 8, 640, free_bytes=8 * batch) == 1  # half of 8 batches: 3 fit, 5 do not
+    assert plan_eval_workers(Source(), (), 8, 640, free_bytes=11 * batch) == 2
+    assert plan_eval_workers(Source(), (), 1, 640, free_bytes=None) == 1  # never more workers than images per batch

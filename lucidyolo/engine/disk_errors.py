@@ -1,0 +1,95 @@
+"""Disk faults while a run writes: a full, read-only or forbidden filesystem becomes one message (exit 2).
+
+Whatever writes (the run folder's claim, ``config.yaml``, a checkpoint, ``results.csv``,
+a logger), the cause is the same ``OSError`` somewhere in the exception's chain;
+Lightning and torch wrap it in their own exceptions, which printed a chained
+traceback of hundreds of lines. Checkpoints are written atomically, so the previous
+``last.ckpt`` survives any of these faults and the message can name the resume command.
+Torch-free.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lucidyolo.errors import UserError
+
+T = TypeVar("T")
+
+WRITE_FAULTS: dict[int, str] = {
+    errno.ENOSPC: "the filesystem is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EROFS: "the filesystem is mounted read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EFBIG: "the file would exceed the largest size allowed",
+}
+"""The errno values that mean "this location cannot take the write", with the words for them."""
+
+
+def find_write_fault(exc: BaseException) -> OSError | None:
+    """The first ``OSError`` with a :data:`WRITE_FAULTS` errno in ``exc``'s cause / context chain."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in WRITE_FAULTS:
+            return e
+        todo += [e.__cause__, e.__context__]
+    return None
+
+
+def free_space(path: Path) -> str:
+    """``'1.2 MB free of 64.0 MB'`` for the filesystem holding ``path`` (its nearest existing folder)."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        usage = shutil.disk_usage(p)
+    except OSError:
+        return "free space unknown"
+    return f"{usage.free / 1e6:.1f} MB free of {usage.total / 1e6:.1f} MB"
+
+
+def disk_error(exc: BaseException, run: Any, task: str, path: Path | None = None) -> UserError | None:
+    """A :class:`UserError` naming the path, the cause, the free space and the resume command; ``None`` if
+    ``exc`` is not a write fault.
+
+    Args:
+        run: the :class:`~lucidyolo.engine.run_dir.RunDir` (``None`` before it exists).
+        path: where the failed write went, when the caller knows better than the exception.
+    """
+    fault = find_write_fault(exc)
+    if fault is None:
+        return None
+    where = Path(fault.filename) if fault.filename else path or (run.path if run is not None else Path.cwd())
+    command = run.resume_command(task) if run is not None and not getattr(run, "pending", False) else None
+    if command:
+        fix = (f"Nothing is lost: the last finished epoch's checkpoint is intact. Free space or make {where.parent} "
+               f"writable, then continue with `{command}`.")
+    else:
+        fix = ("No epoch had finished, so there is nothing to resume: free space or make the folder writable (or "
+               "choose another --trainer.default_root_dir), then start the run again.")
+    return UserError(
+        f"Cannot write {where}: {WRITE_FAULTS[fault.errno]} ({os.strerror(fault.errno)}).",  # type: ignore[index]
+        why=f"{free_space(where)} on its filesystem; the run stopped where it could not save.",
+        fix=fix,
+    )
+
+
+def writing(action: Callable[[], T], path: Path, run: Any, task: str = "") -> T:
+    """``action()``, with a write fault turned into :func:`disk_error`'s message about ``path``."""
+    try:
+        return action()
+    except OSError as exc:
+        if (err := disk_error(exc, run, task, path)) is not None:
+            raise err from None
+        raise
