@@ -119,3 +119,42 @@ def fired(tmp: Path) -> list[tuple[float, int, str]]:
         return []
     rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
     return [(float(t), int(p), n) for t, p, n in rows]
+
+
+def tiny_root(task: str, out: Path, images: int = 8) -> Path:
+    """A tiny synthetic set of ``task`` (64 px, a quarter of it validation), made by the task's own hook."""
+    from lucidyolo.tasks.registry import get_task
+
+    spec = get_task(task)
+    assert spec.make_synthetic is not None, f"task {task} has no synthetic set"
+    return spec.make_synthetic(out, images, 64, 0)
+
+
+def fast_fit_args(task: str, root: Path, runs: Path, epochs: int = 1) -> tuple[str, ...]:
+    """``lucid fit`` arguments for a seconds-long run of ``task`` on a :func:`tiny_root` set."""
+    return (
+        "fit", task, "--data-root", str(root), "--data.img_size", "64", "--data.batch_size", "4",
+        "--trainer.max_epochs", str(epochs), "--trainer.default_root_dir", str(runs),
+    )
+
+
+def private_mounts_available() -> bool:
+    """Whether this process may mount filesystems in a private mount namespace (``unshare -m``, root)."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    probe = "mount -t tmpfs -o size=1m tmpfs /mnt 2>/dev/null || mount -t tmpfs -o size=1m tmpfs /tmp"
+    return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True).returncode == 0
+
+
+def in_mount_namespace(script: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the ``sh`` ``script`` in a private mount namespace (its mounts vanish with it; needs root).
+
+    Tests mount a small tmpfs (``mount -t tmpfs -o size=40m tmpfs DIR``: a real ENOSPC) or bind a folder
+    read-only onto itself (``mount --bind D D && mount -o remount,bind,ro D``: a real EROFS), run
+    ``lucid`` there, and copy what must survive to a folder outside the mount before the script ends.
+    """
+    env = {**os.environ, "COLUMNS": "200", "LUCID": str(BIN / "lucid")}
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
