@@ -26,7 +26,7 @@ def check(
     val_images: Path = typer.Option(None, "--val-images"),
     val_ann_file: Path = typer.Option(None, "--val-ann-file"),
 ) -> None:
-    """Read a dataset the way training will; print counts, the class count and the first bad file:line."""
+    """Read a dataset the way training will; print counts, the class count, the first bad label file:line and every bad image."""
     from lucidyolo.data.check import check_dataset, infer_fields
     from lucidyolo.errors import DataError
     from lucidyolo.tasks.registry import get_task, task_for_fields
@@ -96,6 +96,11 @@ def _print_report(report) -> None:
             out.print(f"[bold]{s.split}[/bold] instances per class: {shown}{more}", highlight=False)
         for w in s.warnings:
             out.print(f"[yellow]warning ({s.split}):[/yellow] {escape(w)}", highlight=False)
+        if s.bad_images:
+            # every file, not only the first: fixing a set one run at a time is what this command saves
+            err.print(f"[bold red]{len(s.bad_images)} bad image file(s) ({s.split}):[/bold red]", highlight=False)
+            for line in s.bad_images:
+                err.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
         if s.error:
             err.print(f"[bold red]error ({s.split}):[/bold red] {escape(s.error)}", highlight=False, soft_wrap=True)
     if report.error:

@@ -72,6 +72,10 @@ def dota(
         summary = tile_dota(root, out, names, patch=patch, overlap=overlap, workers=workers, suffix=suffix,
                             drop_empty_tiles=drop_empty_tiles, on_scene=on_scene)  # fmt: skip
     d = summary.to_dict()
+    for s in summary.splits:
+        if s.kept_identical:
+            typer.echo(f"Split {s.split!r} was written into {out} by another run while this one tiled; its files are "
+                       "byte-identical to this run's and were kept.", err=True)  # fmt: skip
     if as_json:
         typer.echo(json.dumps(d, indent=2))
         return

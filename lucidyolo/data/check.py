@@ -1,9 +1,10 @@
 """``lucid data check``: read every split the way training will and report.
 
 For each split: the resolved layout, image / instance / class counts,
-background images, instances per class, and the first bad ``file:line``
-(reader errors, unreadable or truncated images, label files without an
-image). Also the ``model.num_classes`` the user must set. No torch.
+background images, instances per class, the first bad ``file:line`` of the
+labels (reader errors, label files without an image), every unusable image
+file, images whose EXIF orientation lucid ignores, and a training split
+without labels. Also the ``model.num_classes`` the user must set. No torch.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.data.image_io import read_image, read_image_size
+from lucidyolo.data.image_io import (
+    BadImagesError,
+    image_error_reason,
+    read_image,
+    read_image_header,
+    refuse_unscalable_mode,
+)
+from lucidyolo.data.label_coverage import check_label_coverage, label_coverage_warning
 from lucidyolo.errors import DataError
 
 _JPEG_EOI = b"\xff\xd9"
 _PNG_IEND = b"IEND"
 _TAIL_BYTES = 4096
+#: Example paths a warning about many files names.
+_EXAMPLES = 3
 
 
 @dataclass
@@ -40,6 +50,10 @@ class SplitReport:
     """For per-image class targets (classification): images of each class."""
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    bad_images: list[str] = field(default_factory=list)
+    """Every image file training cannot use, as ``path: reason`` (``error`` names the first)."""
+    exif_rotated_images: int = 0
+    """Images whose EXIF Orientation tag (not 1) lucid ignores."""
 
 
 @dataclass
@@ -190,6 +204,8 @@ def check_dataset(
                 rep.found = False
             else:
                 rep.error = str(exc)
+                if isinstance(exc, BadImagesError):  # the reader read every header and names each bad file
+                    rep.bad_images = [f"{p}: {reason}" for p, reason in exc.bad]
             continue
         for w in caught:
             if str(w.message) not in seen_warnings:
@@ -211,19 +227,37 @@ def check_dataset(
         if image_classes is not None:
             rep.images_per_class = {n: int(c) for n, c in zip(src.class_names, image_classes, strict=True)}
             rep.background_images = 0  # every image carries its own target
-        elif src.num_instances == 0:
-            rep.warnings.append("the split has no instances at all (every image is background).")
+        label_error = None
+        if split == "train":
+            # the check `lucid fit` runs on its training split
+            try:
+                coverage = check_label_coverage(src, split)
+            except DataError as exc:
+                label_error, coverage = str(exc), None
+        else:
+            coverage = label_coverage_warning(src, split)
+            if coverage is None and image_classes is None and src.num_instances == 0:
+                coverage = "the split has no instances at all (every image is background)."
+        if coverage is not None:
+            rep.warnings.append(coverage)
         if src.layout == "yolo" and root is not None:
             from lucidyolo.data.layouts import resolve
 
             yaml_path = resolve(root, split, fields, layout).yaml
             assert yaml_path is not None
             orphans = orphan_labels(yaml_path, split)
-            if orphans:
-                rep.error = f"{orphans[0]}:1: label file has no image beside it ({len(orphans)} such files)."
-                continue
+            if orphans and label_error is None:
+                label_error = f"{orphans[0]}:1: label file has no image beside it ({len(orphans)} such files)."
         if check_images:
-            rep.error = _first_bad_image(src, decode)
+            scan = scan_images(src, decode)
+            rep.bad_images = [f"{p}: {reason}" for p, reason in scan.bad]
+            if scan.bad:
+                rep.error = f"{len(scan.bad)} image file(s) cannot be used; the first is {rep.bad_images[0]}."
+            rep.exif_rotated_images = len(scan.exif_rotated)
+            if scan.exif_rotated:
+                rep.warnings.append(exif_warning(scan.exif_rotated))
+        # a label problem is named first; the bad images stay listed beside it
+        rep.error = label_error or rep.error
     found = {s: src for s, src in sources.items()}
     err = None
     if len(found) >= 2:
@@ -268,17 +302,76 @@ def _describe(root: Path, split: str, fields: tuple[str, ...], layout: str | Non
     return f"COCO ({r.layout})", [str(r.images), str(r.ann_file)]
 
 
-def _first_bad_image(src, decode: bool) -> str | None:
+@dataclass
+class ImageScan:
+    """What one pass over a split's image files found.
+
+    Attributes:
+        bad: ``(path, reason)`` of every file training cannot use, in split order.
+        exif_rotated: usable files whose EXIF Orientation tag (not 1) lucid ignores.
+    """
+
+    bad: list[tuple[Path, str]]
+    exif_rotated: list[Path]
+
+
+def scan_bad_images(src, decode: bool = False) -> list[tuple[Path, str]]:
+    """Every image file of a split that training cannot use, with the reason.
+
+    Args:
+        src: the split (an :class:`~lucidyolo.data.source.ImageSource`).
+        decode: also decode every file fully (slow: a full decode per image);
+            without it only the header and the file's last 4 KiB are read,
+            which finds missing, unreadable, truncated, float and wrongly
+            sized files but not corruption inside the pixel data (nor 32-bit
+            integer values beyond 16 bits).
+
+    Returns:
+        ``(path, reason)`` per bad file, in the split's image order; ``reason``
+        is one sentence without the path (``"is truncated (no end-of-image
+        marker)"``). Empty when every file is usable.
+    """
+    return scan_images(src, decode).bad
+
+
+def scan_images(src, decode: bool = False) -> ImageScan:
+    """One pass over a split's image files (see :func:`scan_bad_images`), also collecting EXIF rotations."""
+    bad: list[tuple[Path, str]] = []
+    rotated: list[Path] = []
     for i in range(len(src)):
         p = src.image_path(i)
+        reason = None
         try:
-            h, w = read_image_size(p)
-            if (h, w) != src.image_hw(i):
-                return f"{p}: file is {h}x{w} but the annotations say {src.image_hw(i)[0]}x{src.image_hw(i)[1]} (HxW)."
-            if not image_tail_ok(p):
-                return f"{p}: image file is truncated (no end-of-image marker)."
-            if decode:
+            head = read_image_header(p)
+            refuse_unscalable_mode(head.mode, p)
+            want = src.image_hw(i)
+            if head.hw != want:
+                reason = f"is {head.hw[0]}x{head.hw[1]} but the annotations say {want[0]}x{want[1]} (HxW)"
+                if head.orientation >= 5 and head.hw[::-1] == want:
+                    reason += "; its EXIF orientation turns it by 90 degrees, so the annotations were made on the turned view"
+            elif not image_tail_ok(p):
+                reason = "is truncated (no end-of-image marker)"
+            elif decode:
                 read_image(p)
+            if reason is None and head.orientation != 1:
+                rotated.append(p)
         except DataError as exc:
-            return str(exc)
-    return None
+            reason = image_error_reason(exc, p)
+        except OSError as exc:  # the file vanished or cannot be read between the header and the tail
+            reason = f"cannot be read ({exc.strerror or exc})"
+        if reason is not None:
+            bad.append((p, reason))
+    return ImageScan(bad, rotated)
+
+
+def exif_warning(paths: list[Path]) -> str:
+    """The warning about images whose EXIF orientation lucid ignores (count and a few examples)."""
+    shown = ", ".join(str(p) for p in paths[:_EXAMPLES]) + (", ..." if len(paths) > _EXAMPLES else "")
+    return (
+        f"{len(paths)} image(s) carry an EXIF Orientation tag that turns or mirrors them ({shown}). "
+        "lucid ignores the tag and uses the pixels in their stored order, in training, evaluation and prediction alike. "
+        "If the labels were drawn on the turned view (most labelling tools and viewers apply the tag), they do not line "
+        "up with those pixels: re-save these images with the rotation applied "
+        "(e.g. `PIL.ImageOps.exif_transpose(im).save(path)`) and keep the labels. "
+        "If the labels follow the stored pixels, nothing needs to change."
+    )

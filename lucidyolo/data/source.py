@@ -11,6 +11,7 @@ Numpy only: this module must import without torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,14 @@ class ImageSource:
             reuses it so crowd and RLE annotations count as in pycocotools).
         name: short human-readable description (root and split).
         layout: the resolved layout name (``coco-2017``, ``yolo``, ``dota`` ...).
+        labels_from: where the reader looked for labels when that is not
+            ``ann_file`` (a YOLO split: the ``labels/`` folder common to its
+            images); ``None`` otherwise. Messages about missing labels name it.
+        images_without_label_file: images whose label file does not exist
+            (YOLO); ``None`` for layouts that have no file per image.
+        unreadable_images: ``(path, reason)`` of image files the reader left
+            out because it could not read them (only with
+            ``--data.skip_bad_images``; otherwise it refuses the split).
     """
 
     def __init__(
@@ -71,6 +80,10 @@ class ImageSource:
         self.ann_file = ann_file
         self.name = name
         self.layout = layout
+        # set by the reader after build (see the class docstring)
+        self.labels_from: Path | None = None
+        self.images_without_label_file: int | None = None
+        self.unreadable_images: list[tuple[Path, str]] = []
         self._root = Path(root)
         # utf-8 bytes in one fixed-width buffer: no per-path Python object.
         self._rel_paths = np.asarray(rel_paths, dtype=np.bytes_)
@@ -163,6 +176,29 @@ class ImageSource:
         v = self._image_extra[name].view()
         v.flags.writeable = False
         return v
+
+    def without(self, drop: Sequence[int]) -> ImageSource:
+        """The split less the images at indices ``drop`` (their instances go with them); ``self`` if none.
+
+        ``lucid fit --data.skip_bad_images`` trains on what is left of a split with unreadable files.
+        """
+        keep = np.ones(len(self), bool)
+        keep[np.asarray(list(drop), dtype=np.int64)] = False
+        if keep.all():
+            return self
+        counts = np.diff(self._inst_offsets)
+        instance_keep = np.repeat(keep, counts)
+        kept = self._all.filter(instance_keep)
+        out = ImageSource(
+            fields=self.fields, class_names=self.class_names, category_ids=self.category_ids, root=self._root,
+            rel_paths=self._rel_paths[keep], image_ids=self._image_ids[keep], hw=self._hw[keep],
+            inst_offsets=np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64),
+            boxes=kept.boxes, labels=kept.labels, difficult=kept.difficult, extra=kept.extra,
+            image_extra={k: v[keep] for k, v in self._image_extra.items()}, num_keypoints=self.num_keypoints,
+            flip_idx=self.flip_idx, ann_file=self.ann_file, name=self.name, layout=self.layout,
+        )
+        out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
+        return out
 
     # ------------------------------------------------------------ whole split
     def instance_counts(self) -> np.ndarray:

@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.data.image_io import IMAGE_SUFFIXES, read_image_size
+from lucidyolo.data.image_io import (
+    IMAGE_SUFFIXES,
+    BadImagesError,
+    image_error_reason,
+    read_image_size,
+)
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.data.yaml_paths import SplitPath, dataset_root, resolve_split_path, through_symlink
 from lucidyolo.errors import DataError
@@ -410,8 +415,9 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
         are ``0..C-1``.
 
     Raises:
-        DataError: bad yaml, unreadable image, malformed row (``file:line``),
-            or no images at all.
+        DataError: bad yaml, malformed row (``file:line``), or no images at
+            all; :class:`~lucidyolo.data.image_io.BadImagesError` naming every
+            image whose header cannot be read.
     """
     spec = parse_yolo_yaml(yaml_path)
     if "keypoints" in fields and spec.kpt_shape is None:
@@ -428,14 +434,25 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
     nc = len(spec.class_names)
     kpt_shape = spec.kpt_shape if "keypoints" in fields else None
     builder = SourceBuilder(fields, num_keypoints=kpt_shape[0] if kpt_shape else None)
+    label_dirs: set[str] = set()
+    unlabelled = 0
+    bad: list[tuple[Path, str]] = []
     for i, img in enumerate(images):
-        h, w = read_image_size(img)
-        classes, rows, _ = _parse_rows(label_path_for(img), fields, nc, kpt_shape)
+        try:
+            h, w = read_image_size(img)
+        except DataError as exc:
+            # read on: one error naming every unreadable file, not one per run
+            bad.append((img, image_error_reason(exc, img)))
+            continue
+        label = label_path_for(img)
+        label_dirs.add(str(label.parent))
+        unlabelled += not label.is_file()
+        classes, rows, _ = _parse_rows(label, fields, nc, kpt_shape)
         # As written, not resolved: an image reached through a symlink inside
         # the root keeps its path under the root.
         rel = img.relative_to(spec.root).as_posix()
         builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, fields, h, w, kpt_shape))
-    return builder.build(
+    src = builder.build(
         root=spec.root,
         class_names=spec.class_names,
         category_ids=list(range(nc)),
@@ -443,6 +460,18 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
         name=name or f"{yaml_path} [{split}]",
         layout="yolo",
     )
+    src.labels_from = Path(os.path.commonpath(sorted(label_dirs))) if label_dirs else None
+    src.images_without_label_file = unlabelled
+    if bad:
+        p, reason = bad[0]
+        raise BadImagesError(
+            f"{len(bad)} image file(s) of the {split} split of {yaml_path} cannot be read; the first is {p}: {reason}.",
+            why="training reads every image; an unreadable one stops it.",
+            fix="Remove or replace them (`lucid data check` lists every one), or train on the rest with "
+                "`--data.skip_bad_images true`.",
+            bad=bad, rest=src,
+        )
+    return src
 
 
 def orphan_labels(yaml_path: Path, split: str) -> list[Path]:
