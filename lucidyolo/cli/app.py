@@ -57,9 +57,16 @@ app.add_typer(model.app, name="model", help="Model family: size summary (params,
 
 
 def main() -> None:
-    """Console-script entry point: user errors exit 2 with a message, never a traceback."""
+    """Console-script entry point: user errors exit 2 with a message, never a traceback.
+
+    SIGINT / SIGTERM end any command with ``128 + signum`` and one line (:mod:`lucidyolo.signals`); a write
+    that the filesystem refuses (full, read-only, forbidden) ends it with exit 2 naming the path.
+    """
+    from lucidyolo.signals import stop_on_signals
+
     try:
-        app()
+        with stop_on_signals():
+            app()
     except UserError as err:
         print_user_error(err)
         sys.exit(err.exit_code)
@@ -67,13 +74,22 @@ def main() -> None:
         name = {2: "Ctrl-C (SIGINT)", 15: "SIGTERM"}.get(stop.signum, f"signal {stop.signum}")
         print_user_error(UserError(
             f"Stopped by {name}.",
-            fix=stop.fix or (f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume
-                             else "No epoch had finished; start the run again."),
+            fix=stop.fix or (f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume else
+                             "Run the command again: the files it had finished are whole (each is written to a "
+                             "temporary file and renamed), the rest were not started."),
         ))
         sys.exit(stop.exit_code)
     except KeyboardInterrupt:
         print_user_error(UserError("Interrupted.", fix="Resume a training run with `lucid fit TASK --resume RUN_DIR`."))
         sys.exit(130)
+    except OSError as exc:
+        from lucidyolo.engine.disk_errors import write_fault_error
+
+        err = write_fault_error(exc)
+        if err is None:
+            raise
+        print_user_error(err)
+        sys.exit(err.exit_code)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,9 @@ class DataConfig(StrictModel):
         "auto", description="decode training images once into RAM; auto: when they take <= 1 GiB and <= 1/4 of free RAM"
     )
     device_hsv: bool = False
+    skip_bad_images: bool = Field(
+        False, description="train on the rest when image files are unreadable or truncated (listed in bad_images.txt)"
+    )
     mosaic: bool = True
     augment: AugmentOverrides = Field(default_factory=AugmentOverrides)
     synthetic_images: int = Field(240, gt=1, description="size of the built-in synthetic set (no data_root)")

@@ -48,6 +48,8 @@ def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
 
 def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str) -> ImageSource:
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
+    from lucidyolo.data.image_io import BadImagesError
+
     explicit = {f"{which}_images": getattr(cfg.data, f"{which}_images"),
                 f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")}
     if spec.read_split is not None:  # the task reads its own layout (e.g. class folders)
@@ -57,6 +59,11 @@ def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, wh
                                explicit_paths={k: v for k, v in explicit.items() if v is not None})
     try:
         return open_source(root, split, spec.fields, layout=cfg.data.layout, **explicit)
+    except BadImagesError as err:
+        if not cfg.data.skip_bad_images or err.rest is None:
+            raise
+        err.rest.unreadable_images = err.bad  # the reader left them out; the fit runner lists them
+        return err.rest
     except DataError as err:
         if which != "val" or "matches no dataset convention" not in err.what:
             raise

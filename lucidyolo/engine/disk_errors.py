@@ -85,6 +85,21 @@ def disk_error(exc: BaseException, run: Any, task: str, path: Path | None = None
     )
 
 
+def write_fault_error(exc: BaseException) -> UserError | None:
+    """The message for a write fault outside a training run (eval, predict, export, tile); ``None`` if none."""
+    fault = find_write_fault(exc)
+    if fault is None:
+        return None
+    where = Path(fault.filename) if fault.filename else Path.cwd()
+    verb = "access" if fault.errno in (errno.EACCES, errno.EPERM) else "write"
+    return UserError(
+        f"Cannot {verb} {where}: {WRITE_FAULTS[fault.errno]} ({os.strerror(fault.errno)}).",  # type: ignore[index]
+        why=f"{free_space(where)} on its filesystem.",
+        fix=("Free space or choose a writable location, then run the command again: the files it had finished "
+             "are whole (each is written to a temporary file and renamed) and its inputs were not touched."),
+    )
+
+
 def writing(action: Callable[[], T], path: Path, run: Any, task: str = "") -> T:
     """``action()``, with a write fault turned into :func:`disk_error`'s message about ``path``."""
     try:

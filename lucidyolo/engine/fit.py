@@ -116,7 +116,9 @@ def _fit(
     import pytorch_lightning as pl
     import torch
 
+    from lucidyolo.data.bad_images import drop_bad_images
     from lucidyolo.data.dota import refuse_untiled_scenes
+    from lucidyolo.data.label_coverage import check_label_coverage
     from lucidyolo.engine.build import (
         build_datamodule,
         build_system,
@@ -128,7 +130,7 @@ def _fit(
         resolve_schedule,
     )
     from lucidyolo.engine.checkpoint import load_checkpoint
-    from lucidyolo.engine.run_dir import remove_unstarted, run_dir_for
+    from lucidyolo.engine.run_dir import is_global_rank_zero, remove_unstarted, run_dir_for
     from lucidyolo.engine.trainer_factory import (
         check_accelerator,
         resolve_precision,
@@ -147,6 +149,13 @@ def _fit(
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
     refuse_untiled_scenes(train_src, cfg.data.img_size)
     val_src = open_split(spec, cfg, data_root, cfg.data.val_split, "val")
+    skipped: dict[str, list[tuple[Path, str]]] = {}
+    if cfg.data.skip_bad_images:
+        train_src, skipped["train"] = drop_bad_images(train_src)
+        val_src, skipped["val"] = drop_bad_images(val_src)
+        skipped = {k: v for k, v in skipped.items() if v}
+    if (coverage := check_label_coverage(train_src, "train")) is not None:  # refuses a split with no label at all
+        log(f"[yellow]warning:[/yellow] {coverage}")
     num_classes = resolve_num_classes(cfg, train_src)
     if list(val_src.class_names) != list(train_src.class_names):
         raise UserError(
@@ -182,6 +191,14 @@ def _fit(
 
     started = FirstStep()
     try:
+        if skipped and is_global_rank_zero() and not run.pending:
+            from lucidyolo.data.bad_images import bad_images_report
+
+            listing = run.path / "bad_images.txt"
+            writing(lambda: listing.write_text(bad_images_report(skipped)), listing, run, spec.name)
+            counts = ", ".join(f"{len(v)} {k}" for k, v in skipped.items())
+            log(f"[yellow]warning:[/yellow] --data.skip_bad_images left out {counts} image file(s) that cannot be "
+                f"used; each is listed with its reason in {listing}")
         return _train(spec, cfg, run, started, system, datamodule, plan, recipe, requested_precision, num_classes,
                       train_src, val_src, data_root, ranks, cuda, extra_callbacks, log, progress_bar)
     except BaseException:
@@ -204,7 +221,7 @@ def _train(
         for leftover in stale_temporaries(run.path):  # a SIGKILL mid-write left them; ~a checkpoint each
             leftover.unlink(missing_ok=True)
     if is_global_rank_zero() and not run.pending:
-        writing(lambda: (run.path / "config.yaml").write_text(config_to_yaml(cfg)), run.path / "config.yaml", run, spec)
+        writing(lambda: (run.path / "config.yaml").write_text(config_to_yaml(cfg)), run.path / "config.yaml", run, spec.name)
     trainer, checkpoint_cb = make_trainer(
         spec, cfg, run, cuda=cuda, progress_bar=progress_bar,
         extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or [])],
@@ -226,6 +243,8 @@ def _train(
     except RunInterrupted as stop:
         stop.resume = run.resume_command(spec.name)
         stop.epochs_done = int(trainer.current_epoch)
+        if stop.resume is None:
+            stop.fix = "No epoch had finished; start the run again."
         raise
     except Exception as exc:
         if (disk := disk_error(exc, run, spec.name)) is not None:

@@ -11,46 +11,12 @@ loader workers are stopped), re-raise to the CLI.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
-from lucidyolo.errors import RunInterrupted
+from lucidyolo.signals import STOP_SIGNALS, stop_on_signals
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def stop_on_signals(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> Iterator[None]:
-    """Within the block, the first of ``signals`` raises :class:`RunInterrupted` in the main thread.
-
-    Repeats are ignored until the block ends, so a second Ctrl-C cannot break
-    the teardown the first one started. Lightning keeps a handler that was
-    installed before it (it composes its SIGTERM handler with ours). Outside
-    the main thread (where handlers cannot be installed) this does nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        if fired:
-            return
-        fired.append(signum)
-        raise RunInterrupted(signum)
-
-    previous = {s: signal.signal(s, handler) for s in signals}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+__all__ = ["STOP_SIGNALS", "StopLoadersOnException", "stop_on_signals"]
 
 
 class StopLoadersOnException(Callback):
