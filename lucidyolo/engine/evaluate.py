@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import NotAvailableError, UserError
 
 
@@ -117,8 +118,8 @@ def run_eval(
         **{k: v for k, v in outcome.items() if k not in ("paths", "timings", "results", "num_images", "engine")},
     }
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(report, indent=2))
+        with atomic_open(output, "w", encoding="utf-8") as f:
+            f.write(json.dumps(report, indent=2))
     return report
 
 

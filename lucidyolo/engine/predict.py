@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import NotAvailableError, UserError
 
 
@@ -73,9 +74,11 @@ def run_predict(
             results.append({"image": str(f), "height": h, "width": w, "predictions": rows})
             if save is not None:
                 assert spec.draw is not None
-                spec.draw(image=image, predictions=rows, class_names=names, meta=restored.dataset_meta).save(save / f"{f.stem}.jpg", quality=92)
+                drawn = spec.draw(image=image, predictions=rows, class_names=names, meta=restored.dataset_meta)
+                with atomic_open(save / f"{f.stem}.jpg", "wb") as out:  # whole files only, whatever stops the run
+                    drawn.save(out, format="JPEG", quality=92)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,
-                                      "images": results}, indent=2))
+        with atomic_open(output, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,
+                                  "images": results}, indent=2))
     return results

@@ -8,6 +8,7 @@ strides are baked in as constants for the export size; the graph has a
 
 from __future__ import annotations
 
+import io
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import ConfigError, NotAvailableError
 from lucidyolo.models.deploy import DeployModel, make_deploy_model
 from lucidyolo.models.yolo26 import YOLO26
@@ -73,15 +75,16 @@ def export_onnx(
     ref = next(deployed.parameters())
     dummy = torch.zeros(1, 3, h, w, dtype=ref.dtype, device=ref.device)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     names = list(output_names)
     axes = {INPUT_NAME: {0: "batch"}, **{n: {0: "batch"} for n in names}} if dynamic_batch else None
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer warnings about shape-derived Python ints are expected
+        # into memory, then one atomic write: an interrupted or refused write never leaves a partial .onnx
+        buffer = io.BytesIO()
         torch.onnx.export(
             deployed,
             (dummy,),
-            str(path),
+            buffer,
             input_names=[INPUT_NAME],
             output_names=names,
             opset_version=opset,
@@ -89,6 +92,8 @@ def export_onnx(
             do_constant_folding=True,
             dynamo=False,
         )
+    with atomic_open(path, "wb") as f:
+        f.write(buffer.getbuffer())
     return path
 
 
