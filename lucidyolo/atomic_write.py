@@ -27,7 +27,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
 
     On any exception (KeyboardInterrupt included) the temporary file is removed and
     the previous file at ``path``, if any, is left untouched; an ``OSError`` that names
-    no file (a ``write`` on a full disk) is given ``path`` as its filename.
+    no file (a ``write`` on a full disk) or the temporary one is given ``path`` as its filename.
 
     The file gets the mode a plain ``open`` would (``0o666`` less the umask), not
     ``mkstemp``'s ``0o600``: colleagues on a shared server read checkpoints and
@@ -48,8 +48,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(dest)
+        if isinstance(exc, OSError) and (exc.filename is None or Path(str(exc.filename)).name.startswith(f".{dest.name}.")):
+            exc.filename = str(dest)  # the file the user asked for, not our temporary name
         raise
     fsync_dir(dest.parent)
 
