@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import real_data_root, run_lucid
-from tests.faults import in_mount_namespace, kill_group, private_mounts_available, start_lucid, tiny_root, wait_exit, wait_for
+from tests.faults import (
+    in_mount_namespace,
+    kill_group,
+    private_mounts_available,
+    start_lucid,
+    tiny_root,
+    wait_exit,
+    wait_for,
+)
 from tests.faults.matrix import MESSAGE, check_ending, has_mapped, inode, interrupt, record
 
 pytestmark = pytest.mark.slow
