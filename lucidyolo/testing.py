@@ -154,6 +154,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     model.train()
     outputs = model(images)
     done["build_model"] = type(model).__name__
+    done["transfer_weights"] = _check_transfer(spec, cfg, model, list(source.class_names), data_meta)
     if spec.build_criterion is not None:
         criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta=data_meta)
         total, terms = criterion(outputs, gt, 0.5)
@@ -224,6 +225,33 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             assert isinstance(result.get("passed"), bool), "export.check must return a dict with a bool 'passed'"
             done["export.check"] = result["passed"]
     return done
+
+
+def _check_transfer(spec: TaskSpec, cfg: Any, model: Any, names: list[str], meta: dict[str, Any]) -> str:
+    """``--model.weights`` onto this task's model: classes reversed plus one new, through the task's hook.
+
+    Every tensor the module tree declares per class (``class_params``) must take the
+    reversed rows; the rest must load by name and shape, or be skipped with a reason.
+    """
+    from pathlib import Path
+
+    import torch
+
+    from lucidyolo.engine.transfer import SourceWeights, per_class_tensors, transfer_weights
+
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    weights = SourceWeights(Path("<exercise>"), spec.name, cfg.variant, names, dict(meta), state, used_ema=False)
+    fresh = spec.build_model(cfg=cfg, num_classes=len(names) + 1, meta=meta)
+    report = transfer_weights(fresh, weights, [*reversed(names), "__new_class__"], meta, hook=spec.transfer_weights)
+    assert report.matched == list(reversed(names)) and report.new == ["__new_class__"], report.classes_line()
+    loaded = fresh.state_dict()
+    for name in per_class_tensors(fresh):
+        assert name in report.class_rows or name in report.skipped, f"transfer: per-class {name} neither mapped nor skipped"
+        if name in report.class_rows:
+            want = state[name].flip(0)
+            assert torch.equal(loaded[name][: len(names)], want), f"transfer: class rows of {name} not reversed"
+    assert all(isinstance(r, str) and r for r in report.skipped.values()), "transfer: every skip needs a reason"
+    return report.line()
 
 
 def _has(module: str) -> bool:

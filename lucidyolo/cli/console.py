@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -42,3 +44,27 @@ def print_user_error(err: UserError) -> None:
     if err.fix:
         text += f"\n  [bold]fix:[/bold] {escape(err.fix)}"
     err_console.print(text, highlight=False, soft_wrap=True)
+
+
+class DownloadBar:
+    """A byte progress bar fed ``(done, total)`` by a download; appears on the first call, ends with :meth:`close`."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if self._progress is None:
+            from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+            self._progress = Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(),
+                                      console=console, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(self.label, total=total)
+        self._progress.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

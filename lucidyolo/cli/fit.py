@@ -68,7 +68,13 @@ def fit(
                  "not its training hooks yet; `lucid plugins` shows which distribution provides it."),
             fix="Nothing was run. Use `--print-config` to validate a config meanwhile.",
         )
-    from lucidyolo.cli.console import info, verbosity
+    from lucidyolo.cli.console import DownloadBar, info, verbosity
     from lucidyolo.engine.fit import run_fit
 
-    run_fit(spec, cfg, resume=resume, log=info, progress_bar=console.is_terminal, verbose=verbosity() >= 2)
+    bar = DownloadBar("weights") if console.is_terminal and verbosity() >= 1 else None
+    try:
+        run_fit(spec, cfg, resume=resume, log=info, progress_bar=console.is_terminal, verbose=verbosity() >= 2,
+                download_progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -17,7 +17,13 @@ from lucidyolo.errors import ConfigError
 _FIX = "Write overrides as `--section.key value`, `--section.key=value` or `section.key=value`."
 
 
+VERBATIM_KEYS = frozenset({"model.weights", "model.weights_sha256"})
+"""Keys whose value is kept as typed: a digest of digits is not a number, nor a file named ``1e5`` a float."""
+
+
 def _parse_value(key: str, text: str) -> Any:
+    if key in VERBATIM_KEYS:
+        return text
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

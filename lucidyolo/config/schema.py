@@ -11,6 +11,7 @@ validation: ``model.task`` picks the plugin, the plugin's model validates the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -63,6 +64,30 @@ class ModelConfig(StrictModel):
     o2m_topk: int = Field(10, gt=0)
     o2o_topk: int = Field(7, gt=0)
     compile_step: bool = Field(False, description="torch.compile the objective region (CUDA + det only)")
+    weights: str | None = Field(
+        None, description="start from these weights: a lucid checkpoint or weights file, a run directory (its best "
+        "checkpoint), or an http(s):// / file:// URL (downloaded once into the cache; `#sha256=HEX` verifies it)",
+    )
+    weights_sha256: str | None = Field(
+        None, description="expected SHA-256 of the `weights` file (hex); a mismatch deletes a download and stops",
+    )
+    class_match: Literal["name", "position"] = Field(
+        "name", description="how `weights` classes meet the dataset's: by name (any order), or by index",
+    )
+    freeze: Literal["none", "backbone", "neck"] | Annotated[int, Field(ge=0)] = Field(
+        "none", description="keep fixed: 'backbone', 'neck' (backbone + neck), or the first N trunk modules; "
+        "BatchNorm statistics included",
+    )
+    freeze_epochs: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="release the frozen modules after this many epochs (None: frozen for the whole run)",
+    )
+
+    @field_validator("weights_sha256")
+    @classmethod
+    def _sha256_hex(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", v):
+            raise ValueError("must be 64 hexadecimal digits (a SHA-256 digest)")
+        return None if v is None else v.lower()
 
     @field_validator("num_classes")
     @classmethod

@@ -198,7 +198,7 @@ def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple
     recipe = resolve_recipe(
         lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, warmup_epochs=m.warmup_epochs,
         ema_tau=m.ema_tau, close_mosaic=m.close_mosaic, epochs=t.max_epochs, steps_per_epoch=steps,
-        global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches,
+        global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches, finetune=m.weights is not None,
     )
     model = m.model_copy(update={"lr_scaling": recipe.lr_scaling, "warmup_epochs": recipe.warmup_epochs,
                                  "ema_tau": recipe.ema_tau, "close_mosaic": recipe.close_mosaic})

@@ -66,6 +66,17 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         obj = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         reason = _refusal_reason(exc)
+        foreign = foreign_model_class(p)
+        if foreign is not None:
+            raise UserError(
+                f"'{p}' is a checkpoint of another training program, not of lucid: it stores a whole pickled "
+                f"model object ({foreign}) under 'model'.",
+                why=("lucid reads only its own checkpoints and weights files, which hold tensors and plain values; "
+                     "loading a pickled model object would mean running that program's code, so nothing in the "
+                     "file was loaded or run."),
+                fix=("train with lucid, or start from a lucid checkpoint or a `lucid export --format weights` file; "
+                     "lucid cannot load this file."),
+            ) from None
         if "global" in reason.lower():
             raise UserError(
                 f"Refused checkpoint '{p}'.",
@@ -96,6 +107,39 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             fix="pass a checkpoint written by `lucid fit` (last.ckpt / best.ckpt).",
         )
     return obj
+
+
+_PLAIN_PACKAGES = frozenset({"torch", "numpy", "collections", "__builtin__", "_codecs", "copyreg"})
+
+
+def foreign_model_class(path: Path) -> str | None:
+    """The class of a whole pickled model stored under ``'model'`` (another trainer's checkpoint), or None.
+
+    Reads the pickle's opcodes without executing any of them (:mod:`pickletools`): the file
+    references a class of a third-party package (not the standard library, torch or numpy)
+    and holds the key ``'model'``. A crafted file that calls a standard-library function
+    (``os.system``) is not described as a checkpoint.
+    """
+    import pickletools
+    import sys
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            name = next((n for n in archive.namelist() if n.endswith("data.pkl")), None)
+            if name is None:
+                return None
+            data = archive.read(name)
+        classes, has_model_key = [], False
+        for op, arg, _ in pickletools.genops(data):
+            if op.name == "GLOBAL" and isinstance(arg, str):
+                classes.append(arg.replace(" ", "."))
+            elif isinstance(arg, str) and arg == "model":
+                has_model_key = True
+    except (OSError, zipfile.BadZipFile, ValueError, pickle.UnpicklingError):
+        return None
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    third_party = [c for c in classes if c.split(".")[0] not in stdlib and c.split(".")[0] not in _PLAIN_PACKAGES]
+    return third_party[0] if has_model_key and third_party else None
 
 
 def _refusal_reason(exc: BaseException) -> str:

@@ -79,15 +79,51 @@ def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any]) -> RunConfig:
     return run_config_class(spec).model_validate(raw)
 
 
+def start_from_weights(
+    spec: TaskSpec, cfg: RunConfig, model: Any, class_names: list[str], meta: dict[str, Any],
+    log: Callable[[str], None], progress: Callable[[int, int | None], None] | None = None,
+) -> Any:
+    """Resolve ``model.weights``, refuse another variant, load what fits into ``model``; the :class:`TransferReport`."""
+    from lucidyolo.engine.transfer import read_weights, refuse_variant_mismatch, transfer_weights
+    from lucidyolo.engine.weights_source import resolve_weights, split_digest
+
+    m = cfg.model
+    assert m.weights is not None
+    path = resolve_weights(m.weights, m.weights_sha256, progress=progress, log=log)
+    shown = split_digest(m.weights, None)[0]
+    source = read_weights(path)
+    refuse_variant_mismatch(source, m.variant, shown)
+    return transfer_weights(model, source, class_names, meta, class_match=m.class_match, hook=spec.transfer_weights,
+                            shown_source=shown)
+
+
+def freeze_plan(cfg: RunConfig, model: Any, log: Callable[[str], None]) -> tuple[Any, ...]:
+    """``()`` or ``(FreezeCallback, its summary line)`` for ``model.freeze``."""
+    from lucidyolo.engine.freeze import FreezeCallback, describe, frozen_modules
+
+    m = cfg.model
+    picked = frozen_modules(model, m.freeze)
+    if not picked:
+        if m.freeze_epochs is not None:
+            raise ConfigError("`--model.freeze_epochs` is set but nothing is frozen.",
+                              fix="Add `--model.freeze backbone` (or neck, or N), or drop freeze_epochs.")
+        return ()
+    names = [n for n, _ in picked]
+    total = sum(p.numel() for _, mod in picked for p in mod.parameters())
+    return FreezeCallback(names, m.freeze_epochs, log), describe(names, m.freeze, m.freeze_epochs, total)
+
+
 def run_fit(
     spec: TaskSpec, cfg: RunConfig, resume: Path | None = None, extra_callbacks: list[Any] | None = None, *,
     log: Callable[[str], None] | None = None, progress_bar: bool = False, verbose: bool = False,
+    download_progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, Any]:
     """Train; returns a summary (run directory, best checkpoint, final metrics, the trainer and the system).
 
     The engine prints nothing itself: ``log`` receives the run's few status lines
     (what is trained on what, the worker plan, the final metrics), ``progress_bar``
-    shows Lightning's bar and ``verbose`` lets Lightning's own info lines through.
+    shows Lightning's bar and ``verbose`` lets Lightning's own info lines through;
+    ``download_progress(done, total)`` follows a ``model.weights`` URL's download.
 
     SIGINT/SIGTERM stop the run at once with :class:`~lucidyolo.errors.RunInterrupted`;
     a loader worker's death or exception ends it with a :class:`~lucidyolo.errors.UserError`;
@@ -98,7 +134,7 @@ def run_fit(
 
     with stop_on_signals():
         try:
-            return _fit(spec, cfg, resume, extra_callbacks, log or _silent, progress_bar, verbose)
+            return _fit(spec, cfg, resume, extra_callbacks, log or _silent, progress_bar, verbose, download_progress)
         finally:
             shm_segments.remove_leftovers()
 
@@ -110,6 +146,7 @@ def _silent(message: str) -> None:
 def _fit(
     spec: TaskSpec, cfg: RunConfig, resume: Path | None, extra_callbacks: list[Any] | None,
     log: Callable[[str], None], progress_bar: bool, verbose: bool,
+    download_progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, Any]:
     quiet_known_warnings()
     quiet_lightning_logs(verbose)
@@ -175,6 +212,11 @@ def _fit(
         spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src),
         channels_last=cuda or not uses_mps(cfg),
     )
+    start = None
+    if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
+        start = start_from_weights(spec, cfg, system.model, list(train_src.class_names),
+                                   dataset_meta(spec, train_src), log, download_progress)
+    freeze = freeze_plan(cfg, system.model, log)
     if should_compile(cfg.model.compile_step, spec, cuda):
         # The bound method, not the module: checkpoint keys stay those of the eager model. Batch size
         # and padded GT count are dynamic so the last short batch or a denser batch do not recompile.
@@ -200,7 +242,8 @@ def _fit(
             log(f"[yellow]warning:[/yellow] --data.skip_bad_images left out {counts} image file(s) that cannot be "
                 f"used; each is listed with its reason in {listing}")
         return _train(spec, cfg, run, started, system, datamodule, plan, recipe, requested_precision, num_classes,
-                      train_src, val_src, data_root, ranks, cuda, extra_callbacks, log, progress_bar)
+                      train_src, val_src, data_root, ranks, cuda, [*freeze[:1], *(extra_callbacks or [])], log,
+                      progress_bar, start, freeze[1:])
     except BaseException:
         if not started.seen:
             remove_unstarted(run)
@@ -210,7 +253,8 @@ def _fit(
 def _train(
     spec: TaskSpec, cfg: RunConfig, run: Any, started: Any, system: Any, datamodule: Any, plan: Any, recipe: Any,
     requested_precision: str, num_classes: int, train_src: Any, val_src: Any, data_root: Any, ranks: int, cuda: bool,
-    extra_callbacks: list[Any] | None, log: Callable[[str], None], progress_bar: bool,
+    extra_callbacks: list[Any] | None, log: Callable[[str], None], progress_bar: bool, start: Any = None,
+    notes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.callbacks import JoinRankZeroRunDir
@@ -232,7 +276,16 @@ def _train(
         f"[bold]lucid fit {spec.name}[/bold]: variant {cfg.model.variant}, {num_classes} classes, "
         f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, {shown_dir}"
     )
+    if start is not None and is_global_rank_zero() and not run.pending:
+        import json
+
+        target = run.path / "transfer.json"
+        writing(lambda: target.write_text(json.dumps(start.as_json(), indent=1) + "\n"), target, run, spec.name)
     if os.environ.get("LOCAL_RANK", "0") == "0":
+        if start is not None:
+            log(start.line())
+        for note in notes:
+            log(note)
         log(plan.describe())
         log(recipe.describe(cfg.model.lr, cfg.model.lr_reference_batch,
                             cfg.data.batch_size * ranks * cfg.trainer.accumulate_grad_batches, cfg.trainer.max_epochs))

@@ -36,6 +36,8 @@ class StemSpec:
         level_widths: per-level multipliers of the hidden width (finest level
             first; empty: the same width at every level). A stem whose cost
             should sit at the fine levels (keypoints) narrows the coarse ones.
+        per_class: the outputs are one per class (``shape == (C,)``): starting
+            from other weights maps these rows by class (:attr:`StemTower.class_params`).
     """
 
     name: str
@@ -45,6 +47,7 @@ class StemSpec:
     bias_init: float = 0.0
     activation: str | None = None
     level_widths: tuple[float, ...] = ()
+    per_class: bool = False
 
     def hidden(self, in_channels: Sequence[int]) -> list[int]:
         """Hidden width of each level's tower."""
@@ -72,7 +75,7 @@ def det_stems(num_classes: int) -> list[StemSpec]:
         # bias 1.0: every anchor starts with a box two strides wide instead of a
         # degenerate point, so the IoU loss has a non-zero overlap from step 0.
         StemSpec("boxes", (4,), bias_init=1.0),
-        StemSpec("logits", (num_classes,), bias_init=class_prior_bias(0.01)),
+        StemSpec("logits", (num_classes,), bias_init=class_prior_bias(0.01), per_class=True),
     ]
 
 
@@ -101,6 +104,16 @@ class StemTower(nn.Module):
                 )
             )
         self.levels = nn.ModuleList(towers)
+
+    @property
+    def class_params(self) -> tuple[str, ...]:
+        """Local names of the parameters whose dim 0 indexes classes (the final convs of a per-class stem).
+
+        Weight transfer reads this attribute on any module (a plugin's model may declare it too).
+        """
+        if not self.spec.per_class:
+            return ()
+        return tuple(f"levels.{i}.{len(t) - 1}.{p}" for i, t in enumerate(self.levels) for p in ("weight", "bias"))
 
     def forward(self, feats: Sequence[Tensor]) -> Tensor:
         """Per-level features to ``(B, A, *shape)`` with anchors level by level, row-major."""

@@ -49,6 +49,11 @@ class PrototypeHead(nn.Module):
         self.semantic: nn.Module | None = nn.Conv2d(c3, num_classes, 1) if num_classes > 0 else None
 
     @property
+    def class_params(self) -> tuple[str, ...]:
+        """The semantic head's rows are per class (weight transfer maps them by class name)."""
+        return ("semantic.weight", "semantic.bias") if self.semantic is not None else ()
+
+    @property
     def outputs(self) -> tuple[str, ...]:
         """Names of the tensors :meth:`forward` returns, in order."""
         return ("protos", "semantic") if self.semantic is not None else ("protos",)

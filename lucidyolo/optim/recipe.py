@@ -42,6 +42,11 @@ EMA_TAU_FRACTION = 0.25
 CLOSE_MOSAIC_FRACTION = 1 / 6
 """Mosaic is off for at most this share of the epochs at the end."""
 
+FINETUNE_WARMUP_EPOCHS = 1.0
+FINETUNE_WARMUP_FRACTION = 0.01
+"""Starting from weights (``model.weights``), ``warmup_epochs: auto`` is ``min(1 epoch, 1 % of the steps)``:
+only the new class rows and task stems are random, so a third of the fresh warm-up (docs/DECISIONS.md)."""
+
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,11 @@ def scale_lr(lr0: float, batch: int, reference: int, scaling: str) -> tuple[floa
     return (lr0 * batch / reference if scaling == "linear" else lr0), scaling
 
 
-def auto_warmup_epochs(total_steps: int, steps_per_epoch: int) -> float:
-    """``min(3 epochs, WARMUP_FRACTION x total_steps)``, in epochs."""
-    return min(SPEC_WARMUP_EPOCHS, WARMUP_FRACTION * max(1, total_steps) / max(1, steps_per_epoch))
+def auto_warmup_epochs(total_steps: int, steps_per_epoch: int, finetune: bool = False) -> float:
+    """``min(3 epochs, WARMUP_FRACTION x total_steps)``, in epochs; ``finetune``: ``min(1 epoch, 1 %)``."""
+    epochs, fraction = (FINETUNE_WARMUP_EPOCHS, FINETUNE_WARMUP_FRACTION) if finetune else (
+        SPEC_WARMUP_EPOCHS, WARMUP_FRACTION)
+    return min(epochs, fraction * max(1, total_steps) / max(1, steps_per_epoch))
 
 
 def auto_ema_tau(total_steps: int) -> float:
@@ -111,6 +118,7 @@ def resolve_recipe(
     epochs: int,
     steps_per_epoch: int,
     global_batch: int,
+    finetune: bool = False,
 ) -> Recipe:
     """Resolve the ``auto`` values of one run (explicit numbers pass through).
 
@@ -121,12 +129,13 @@ def resolve_recipe(
         epochs: ``trainer.max_epochs``.
         steps_per_epoch: optimizer steps per epoch (batches per rank / gradient accumulation).
         global_batch: images per optimizer step over every rank.
+        finetune: the run starts from weights (a shorter ``auto`` warm-up).
     """
     epochs = max(1, int(epochs))
     steps_per_epoch = max(1, int(steps_per_epoch))
     total = epochs * steps_per_epoch
     peak, how = scale_lr(lr, global_batch, lr_reference_batch, lr_scaling)
-    warmup = auto_warmup_epochs(total, steps_per_epoch) if warmup_epochs == "auto" else float(warmup_epochs)
+    warmup = auto_warmup_epochs(total, steps_per_epoch, finetune) if warmup_epochs == "auto" else float(warmup_epochs)
     tau = auto_ema_tau(total) if ema_tau == "auto" else float(ema_tau)
     close = auto_close_mosaic(epochs) if close_mosaic == "auto" else int(close_mosaic)
     return Recipe(lr=peak, lr_scaling=how, warmup_epochs=warmup, ema_tau=tau, close_mosaic=close, total_steps=total)

@@ -92,6 +92,21 @@ Commands
 
 ``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
     parity check of the deployed graph).
+
+Starting from weights (``--model.weights``, API 2.1)
+----------------------------------------------------
+
+``transfer_weights(source, target, class_map, source_meta, meta) -> dict``
+    Maps the tensors the task knows better than the engine's generic rule
+    (copy where name and shape match; rows of per-class tensors, those a module
+    lists in its ``class_params`` attribute, moved by ``class_map``). ``source``
+    is the checkpoint's state dict, ``target`` the fresh model's (name ->
+    tensor), ``class_map[j]`` the checkpoint's index of the model's class ``j``
+    or ``-1`` for a new class, ``source_meta`` / ``meta`` the dataset meta of
+    the checkpoint and of this run (e.g. ``num_keypoints``). Returns ``{name:
+    tensor}`` for a tensor to load (the target's shape) or ``{name: reason}``
+    (a short string) for one to leave at its fresh initialisation; names it
+    does not return go through the generic rule.
 """
 
 from __future__ import annotations
@@ -104,7 +119,7 @@ from typing import Any
 
 from lucidyolo.config.schema import ModelConfig
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 0)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 1)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -278,10 +293,11 @@ class TaskSpec:
     predict: Callable[..., Any] | None = None
     draw: Callable[..., Any] | None = None
     export: ExportSpec | None = None
+    transfer_weights: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
-        "evaluate", "predict", "draw",
+        "evaluate", "predict", "draw", "transfer_weights",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -72,6 +72,7 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    transfer_weights=lazy_hook(f"{_HOOKS}:transfer_weights"),
     export=ExportSpec(
         outputs=("detections", "keypoints"),
         deploy=lazy_hook(f"{_HOOKS}:deploy"),

@@ -73,6 +73,27 @@ def build_model(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = Non
     return create_model(cfg.variant, num_classes=num_classes, label="keypoints", extra_stems=stems)
 
 
+KEYPOINT_STEMS = ("kpts", "kpt_sigma")
+
+
+def transfer_weights(source: Mapping[str, Tensor], target: Mapping[str, Tensor], source_meta: Mapping[str, Any],
+                     meta: Mapping[str, Any], **_: Any) -> dict[str, str]:
+    """Keypoint stems of another K start fresh, with that reason; their hidden layers (K-free) copy as usual.
+
+    Only a matching K copies the per-keypoint rows: a different K is a different point list
+    (e.g. 17 COCO body points vs 7 symbol points), and no names tie points of one to the other.
+    """
+    k_src, k = source_meta.get("num_keypoints"), meta.get("num_keypoints")
+    if k_src is None or k is None or int(k_src) == int(k):
+        return {}
+    reason = f"keypoints: the checkpoint predicts K={int(k_src)} points, this dataset has K={int(k)}"
+    return {
+        name: reason for name, fresh in target.items()
+        if any(f".stems.{stem}." in name for stem in KEYPOINT_STEMS)
+        and name in source and tuple(source[name].shape) != tuple(fresh.shape)
+    }
+
+
 def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
     from lucidyolo.assign.one_to_one import OneToOneAssigner
     from lucidyolo.assign.tal import TaskAlignedAssigner

@@ -86,3 +86,9 @@ def predict(decoded: Any, image_hw: tuple[int, int], letterbox: tuple[float, flo
 def draw(image: Any, predictions: list[dict[str, Any]], class_names: list[str], **_: Any) -> Any:
     """``predict``'s dicts drawn on an ``(H, W, 3)`` uint8 RGB image; returns a ``PIL.Image.Image``."""
     raise _todo("draw")
+
+
+def transfer_weights(source: dict[str, Any], target: dict[str, Any], class_map: list[int], source_meta: dict[str, Any],
+                     meta: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """Tensors of your own that need more than the generic rule (e.g. per-keypoint rows): ``{name: tensor or reason}``."""
+    raise _todo("transfer_weights")

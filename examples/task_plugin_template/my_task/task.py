@@ -80,6 +80,8 @@ SPEC = TaskSpec(
     evaluate=_hook("evaluate"),
     predict=_hook("predict"),
     draw=_hook("draw"),
+    # Optional: `--model.weights` for tensors the generic name/shape/class-row rule cannot map.
+    transfer_weights=_hook("transfer_weights"),
     # Optional: `lucid gate overfit` (a GateSpec) and `lucid export` (an ExportSpec).
     gate=None,
     export=None,

@@ -1,0 +1,175 @@
+"""`lucid fit --model.weights` through the console script: sources, URLs, refusals, the fine-tune run."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import sys
+import threading
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import run_lucid
+from tests.faults import fast_fit_args, tiny_root
+
+
+class _RangeHandler(http.server.BaseHTTPRequestHandler):
+    """Serves ``server.files[path]`` with HTTP Range support and records each request's Range header."""
+
+    def do_GET(self) -> None:
+        body = self.server.files.get(self.path)  # type: ignore[attr-defined]
+        self.server.ranges.append(self.headers.get("Range"))  # type: ignore[attr-defined]
+        if body is None:
+            self.send_error(404)
+            return
+        start = 0
+        if (rng := self.headers.get("Range")) is not None:
+            start = int(rng.removeprefix("bytes=").split("-")[0])
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body) - start))
+        self.end_headers()
+        self.wfile.write(body[start:])
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
+    httpd.files, httpd.ranges = {}, []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _fake_lucid_file(path: Path, variant: str = "n") -> bytes:
+    """A tiny file with a lucid checkpoint's layout (only a config and one tensor)."""
+    torch.save({"lucid": {"config": {"model": {"task": "det", "variant": variant}}, "class_names": ["a"]},
+                "state_dict": {"model.x": torch.zeros(2)}}, path)
+    return path.read_bytes()
+
+
+def test_url_weights_resume_a_partial_download_and_verify_the_digest(server, tmp_path):
+    from lucidyolo.engine.weights_source import cached_path, resolve_weights
+
+    body = _fake_lucid_file(tmp_path / "w.ckpt")
+    server.files["/w.ckpt"] = body
+    url = f"http://127.0.0.1:{server.server_port}/w.ckpt"
+    cache = tmp_path / "cache"
+    dest = cached_path(url, cache)
+    dest.parent.mkdir(parents=True)
+    dest.with_name(dest.name + ".part").write_bytes(body[:100])  # an interrupted earlier download
+    digest = hashlib.sha256(body).hexdigest()
+    seen: list[tuple[int, int | None]] = []
+    got = resolve_weights(f"{url}#sha256={digest}", cache=cache, progress=lambda d, t: seen.append((d, t)))
+    assert got == dest and got.read_bytes() == body
+    assert server.ranges == ["bytes=100-"] and seen[-1] == (len(body), len(body))
+    resolve_weights(url, sha256=digest, cache=cache)  # downloaded once: the cached file is used
+    assert len(server.ranges) == 1
+
+
+def test_a_sha256_mismatch_deletes_the_download_and_exits_2(server, tmp_path):
+    server.files["/w.ckpt"] = _fake_lucid_file(tmp_path / "w.ckpt")
+    root = tiny_root("det", tmp_path / "data")
+    url = f"http://127.0.0.1:{server.server_port}/w.ckpt"
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", url,
+                  "--model.weights_sha256", "0" * 64, env={"LUCIDYOLO_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 2, r.stderr
+    assert "not the expected 0000" in r.stderr and "it was deleted" in r.stderr
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_crafted_checkpoint_is_refused_on_the_weights_path_before_it_runs(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    torch.save({"lucid": {}, "x": Payload()}, tmp_path / "evil.ckpt")
+    root = tiny_root("det", tmp_path / "data")
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", str(tmp_path / "evil.ckpt"))
+    assert r.returncode == 2 and "Refused checkpoint" in r.stderr and "arbitrary code" in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+def test_another_trainers_checkpoint_is_named_as_such(tmp_path, monkeypatch):
+    # What such files hold, in general terms: a whole pickled model object under 'model'.
+    package = types.ModuleType("othertrainer")
+    module = types.ModuleType("othertrainer.nets")
+
+    class DetectionModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 1)
+
+    DetectionModel.__module__ = "othertrainer.nets"
+    DetectionModel.__qualname__ = "DetectionModel"
+    module.DetectionModel = DetectionModel
+    monkeypatch.setitem(sys.modules, "othertrainer", package)
+    monkeypatch.setitem(sys.modules, "othertrainer.nets", module)
+    torch.save({"epoch": 3, "model": DetectionModel(), "optimizer": None}, tmp_path / "other.pt")
+    root = tiny_root("det", tmp_path / "data")
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", str(tmp_path / "other.pt"))
+    assert r.returncode == 2, r.stderr
+    assert "checkpoint of another training program" in r.stderr and "othertrainer.nets.DetectionModel" in r.stderr
+    assert "lucid cannot load this file" in r.stderr
+
+
+def test_weights_of_another_variant_are_refused_before_a_run_folder_exists(tmp_path):
+    _fake_lucid_file(tmp_path / "s.ckpt", variant="s")
+    root = tiny_root("det", tmp_path / "data")
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", str(tmp_path / "s.ckpt"))
+    assert r.returncode == 2 and "holds a 's' model; this run builds 'n'" in r.stderr, r.stderr
+    assert "--model.variant s" in r.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def _permuted_superset(src: Path, dst: Path) -> list[str]:
+    """``src`` (circle, square, triangle, hexagon) relabelled as hexagon, kite, circle, square, triangle."""
+    shutil.copytree(src, dst)
+    new_id = {1: 3, 2: 4, 3: 5, 4: 1}
+    names = ["hexagon", "kite", "circle", "square", "triangle"]
+    for ann in (dst / "annotations").glob("*.json"):
+        data = json.loads(ann.read_text())
+        assert [c["name"] for c in data["categories"]] == ["circle", "square", "triangle", "hexagon"]
+        data["categories"] = [{"id": i + 1, "name": n, "supercategory": "shape"} for i, n in enumerate(names)]
+        for a in data["annotations"]:
+            a["category_id"] = new_id[a["category_id"]]
+        ann.write_text(json.dumps(data))
+    return names
+
+
+@pytest.mark.slow
+def test_fit_from_a_run_directory_on_a_permuted_superset_maps_classes_by_name(tmp_path):
+    root = tiny_root("det", tmp_path / "a")
+    first = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"))
+    assert first.returncode == 0, first.stderr
+    _permuted_superset(root, tmp_path / "b")
+    r = run_lucid(*fast_fit_args("det", tmp_path / "b", tmp_path / "runs"), "--model.weights",
+                  str(tmp_path / "runs" / "version_0"), "--model.freeze", "backbone")
+    assert r.returncode == 0, r.stderr
+    assert ("classes: 4 of 5 matched by name (hexagon, circle, square, triangle); new: kite" in r.stdout), r.stdout
+    assert "frozen: backbone (11 modules" in r.stdout
+    report = json.loads((tmp_path / "runs" / "version_1" / "transfer.json").read_text())
+    assert [m["from_name"] for m in report["classes"]["mapping"]] == ["hexagon", None, "circle", "square", "triangle"]
+    assert report["tensors"]["kept_fresh"] == 0 and len(report["tensors"]["class_rows_mapped"]) == 12
+    old = torch.load(tmp_path / "runs" / "version_0" / "checkpoints" / "best.ckpt", weights_only=True)
+    new = torch.load(tmp_path / "runs" / "version_1" / "checkpoints" / "last.ckpt", weights_only=True)
+    start = old["lucid_ema"]["shadow"]  # what the fine-tune started from
+    frozen = [k for k in start if k.startswith("backbone.")]
+    assert all(torch.equal(start[k], new["state_dict"]["model." + k]) for k in frozen)
+    assert all(torch.equal(start[k], new["lucid_ema"]["shadow"][k]) for k in frozen)
