@@ -9,18 +9,29 @@ import typer
 
 def export(
     checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`."),
-    fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
+    fmt: str = typer.Option(
+        "onnx", "--format", help="onnx (the deployed graph) or weights (a slim file for --model.weights, eval, predict)."
+    ),
     img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the run's)."),
     dynamic_batch: bool = typer.Option(False, "--dynamic-batch", help="Export a dynamic batch axis."),
     check: bool = typer.Option(False, "--check", help="Compare onnxruntime with PyTorch on one input."),
     output: Path | None = typer.Option(None, "--output", help="Output file (default beside the checkpoint)."),
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Export the EMA weights (default) or the raw ones."),
+    half: bool = typer.Option(False, "--half", help="weights format: store float16 tensors (half the size)."),
+    keep_raw: bool = typer.Option(
+        False, "--keep-raw", help="weights format: store the raw weights beside the EMA ones (twice the size)."
+    ),
 ) -> None:
-    """Export the deployed graph (trunk + one-to-one head + top-k, no NMS) to ONNX."""
+    """Export the deployed graph (trunk + one-to-one head + top-k, no NMS) to ONNX, or a slim weights file."""
     from lucidyolo.cli.console import info
     from lucidyolo.engine.export import run_export
 
-    result = run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema)
+    result = run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema, half, keep_raw)
+    if "weights" in result:
+        info(f"wrote {result['weights']} ({result['bytes'] / 1e6:.1f} MB{', float16' if result['half'] else ''}; "
+             f"the checkpoint is {result['checkpoint_bytes'] / 1e6:.1f} MB): {result['task']} {result['variant']}, "
+             f"{result['stored']} weights, config and class names")
+        return
     info(f"wrote {result['onnx']} ({result['bytes'] / 1e6:.1f} MB, {result['img_size']} px, opset 17, "
          f"outputs {', '.join(result['outputs'])})")
     if "parity" in result:
