@@ -23,6 +23,9 @@ class Classifier(nn.Module):
         dropout: before the linear layer (training only).
     """
 
+    class_params = ("fc.weight", "fc.bias")
+    """Per-class rows (dim 0): starting from other weights maps them by class name."""
+
     def __init__(self, variant: str, num_classes: int, dropout: float = 0.0) -> None:
         super().__init__()
         self.variant = variant

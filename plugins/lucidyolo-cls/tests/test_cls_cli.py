@@ -87,3 +87,34 @@ def test_data_synth_and_check_use_the_tasks_own_layout(tmp_path):
     assert report["ok"] and train["layout"] == "class-folders" and train["background_images"] == 0
     assert sum(train["images_per_class"].values()) == train["images"] == 12
     assert not train["warnings"]  # no "every image is background" for a classification set
+
+
+@pytest.mark.slow
+def test_fit_from_a_cls_weights_file_maps_the_classifier_rows_by_class_name(tmp_path):
+    import shutil
+
+    import torch
+
+    root = write_class_folders(tmp_path / "shapes", 16, 64, seed=0)
+    args = ("--config", "cls_nano_synthetic.yaml", "--trainer.max_epochs", "1", "--data.num_workers", "0",
+            "--trainer.default_root_dir", str(tmp_path / "runs"))
+    first = lucid("fit", "cls", "--data-root", str(root), *args, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    ckpt = tmp_path / "runs" / "version_0" / "checkpoints" / "last.ckpt"
+    ex = lucid("export", "--checkpoint", str(ckpt), "--format", "weights", "--output", str(tmp_path / "w.pt"),
+               cwd=tmp_path)
+    assert ex.returncode == 0, ex.stdout + ex.stderr
+    # a superset whose new class sorts between the old ones: class folders are read in name order
+    more = tmp_path / "more"
+    shutil.copytree(root, more)
+    for split in ("train", "val"):
+        shutil.copytree(more / split / "circle", more / split / "diamond")
+    second = lucid("fit", "cls", "--data-root", str(more), *args, "--model.weights", str(tmp_path / "w.pt"),
+                   cwd=tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "classes: 4 of 5 matched by name (circle, cross, square, triangle); new: diamond" in second.stdout
+    report = json.loads((tmp_path / "runs" / "version_1" / "transfer.json").read_text())
+    assert report["tensors"]["class_rows_mapped"] == ["fc.weight", "fc.bias"]
+    assert [m["from_index"] for m in report["classes"]["mapping"]] == [0, 1, None, 2, 3]
+    start = torch.load(tmp_path / "w.pt", weights_only=True)["state_dict"]["model.fc.bias"]
+    assert start.shape == (4,)
