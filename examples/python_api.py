@@ -3,6 +3,7 @@
     python examples/python_api.py --workdir /tmp/lucid-api
     python examples/python_api.py --data-root /data/my_set --workdir work \\
         --img-size 640 --epochs 100 --batch-size 16 --limit-batches 0
+    python examples/python_api.py --data-root /data/my_set --weights runs/det/version_3 --finetune-epochs 5
 
 Without ``--data-root`` a tiny synthetic set (coloured shapes, four classes) is
 written into the work folder first. The defaults are small on purpose: one
@@ -37,6 +38,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--limit-batches", type=int, default=2, help="training batches per epoch; 0 = all")
     p.add_argument("--image", type=Path, help="image to predict on (default: the first val image)")
     p.add_argument("--conf", type=float, default=0.25, help="confidence threshold for predictions")
+    p.add_argument("--weights", help="start step 2 from these weights (checkpoint, weights file, run folder, URL)")
+    p.add_argument("--finetune-epochs", type=int, default=0,
+                   help="then fine-tune from the best checkpoint of step 2 for this many epochs (step 5)")
     return p.parse_args(argv)
 
 
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             # num_workers 0 loads in this process: worker start-up would cost more than a tiny run.
             "data": {"img_size": args.img_size, "batch_size": args.batch_size, "num_workers": 0},
             "trainer": trainer,
+            # `model.weights` is `--model.weights`: classes are matched by name (the report says how).
+            **({"model": {"weights": args.weights}} if args.weights else {}),
         },
         data_root=data_root,
     )
@@ -97,6 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(one['predictions'])} detection(s) at conf >= {args.conf} in {image} ({one['width']}x{one['height']})")
     for p in one["predictions"][:5]:
         print(f"  {p['name']} {p['score']:.3f} box {p['box']}")  # box: x1, y1, x2, y2 in image pixels
+
+    # 5. Fine-tune: the same config with `model.weights` (here the run folder: its best checkpoint),
+    #    the backbone frozen for the first epoch. result["transfer"] is the run's transfer.json.
+    if args.finetune_epochs:
+        tuned_cfg = cfg.model_copy(update={
+            "model": cfg.model.model_copy(update={"weights": str(run_dir), "freeze": "backbone", "freeze_epochs": 1}),
+            "trainer": cfg.trainer.model_copy(update={"max_epochs": args.finetune_epochs}),
+        })
+        tuned = run_fit(spec, tuned_cfg)
+        print(f"fine-tuned into {tuned['run_dir']}: {tuned['transfer']['summary']}")
     return 0
 
 

@@ -118,7 +118,8 @@ def run_fit(
     log: Callable[[str], None] | None = None, progress_bar: bool = False, verbose: bool = False,
     download_progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Train; returns a summary (run directory, best checkpoint, final metrics, the trainer and the system).
+    """Train; returns a summary (run directory, best checkpoint, final metrics, the trainer and the system, and
+    ``transfer``: ``transfer.json``'s content when ``model.weights`` started the run, else None).
 
     The engine prints nothing itself: ``log`` receives the run's few status lines
     (what is trained on what, the worker plan, the final metrics), ``progress_bar``
@@ -318,4 +319,5 @@ def _train(
     if trainer.is_global_zero:
         shown = ", ".join(f"{k} {metrics.get(k, math.nan):.4f}" for k in spec.metrics.summary or spec.metrics.keys)
         log(f"done: {shown}; best checkpoint {best}")
-    return {"run_dir": run.path, "best": best, "metrics": metrics, "trainer": trainer, "system": system}
+    return {"run_dir": run.path, "best": best, "metrics": metrics, "trainer": trainer, "system": system,
+            "transfer": start.as_json() if start is not None else None}

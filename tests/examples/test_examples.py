@@ -151,8 +151,8 @@ def test_coco_readme_layout_is_recognised_from_the_root(layout, shapes, tmp_path
 @pytest.mark.slow
 def test_python_api_example_trains_scores_and_predicts(tmp_path):
     work = tmp_path / "work"
-    r = _run([sys.executable, str(EXAMPLES / "python_api.py"), "--workdir", str(work), "--conf", "0"],
-             _env(), cwd=tmp_path)
+    r = _run([sys.executable, str(EXAMPLES / "python_api.py"), "--workdir", str(work), "--conf", "0",
+              "--finetune-epochs", "1"], _env(), cwd=tmp_path)
     assert (work / "data" / "annotations").is_dir()  # no --data-root: the synthetic set was written
     best = work / "runs" / "version_0" / "checkpoints" / "best.ckpt"
     assert f"run folder {best.parent.parent}; best checkpoint best.ckpt; val/mAP50 " in r.stdout
@@ -162,6 +162,9 @@ def test_python_api_example_trains_scores_and_predicts(tmp_path):
         ap = report["paths"][path]["bbox"]["stats"]["AP"]
         assert f"eval {path} bbox: AP {ap:.4f}" in r.stdout  # the printed numbers are the report's
     assert re.search(r"^\d+ detection\(s\) at conf >= 0.0 in .*/data/val/\S+\.jpg \(64x64\)$", r.stdout, flags=re.M)
+    tuned = json.loads((work / "runs" / "version_1" / "transfer.json").read_text())
+    assert tuned["classes"]["new"] == [] and len(tuned["classes"]["matched"]) == 4
+    assert f"fine-tuned into {work / 'runs' / 'version_1'}: {tuned['summary']}" in r.stdout
 
 
 def test_python_api_example_reports_a_user_error_with_exit_2(tmp_path):
