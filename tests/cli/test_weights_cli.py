@@ -173,3 +173,25 @@ def test_fit_from_a_run_directory_on_a_permuted_superset_maps_classes_by_name(tm
     frozen = [k for k in start if k.startswith("backbone.")]
     assert all(torch.equal(start[k], new["state_dict"]["model." + k]) for k in frozen)
     assert all(torch.equal(start[k], new["lucid_ema"]["shadow"][k]) for k in frozen)
+
+
+def test_file_urls_run_folders_and_conflicting_digests(tmp_path):
+    from lucidyolo.engine.weights_source import resolve_weights
+    from lucidyolo.errors import ConfigError, UserError
+
+    run = tmp_path / "runs" / "version_3"
+    (run / "checkpoints").mkdir(parents=True)
+    body = _fake_lucid_file(run / "checkpoints" / "last.ckpt")
+    assert resolve_weights(str(run)) == run / "checkpoints" / "last.ckpt"  # no best.ckpt: the last one
+    _fake_lucid_file(run / "checkpoints" / "best.ckpt")
+    assert resolve_weights(str(run)) == run / "checkpoints" / "best.ckpt"
+    url = (run / "checkpoints" / "last.ckpt").as_uri()
+    digest = hashlib.sha256(body).hexdigest()
+    assert resolve_weights(f"{url}#sha256={digest}") == run / "checkpoints" / "last.ckpt"
+    with pytest.raises(UserError, match="not the expected"):
+        resolve_weights(url, sha256="f" * 64)
+    assert (run / "checkpoints" / "last.ckpt").is_file()  # a local file is never deleted
+    with pytest.raises(ConfigError, match="Two different SHA-256"):
+        resolve_weights(f"{url}#sha256={digest}", sha256="f" * 64)
+    with pytest.raises(UserError, match="holds no checkpoint"):
+        resolve_weights(str(tmp_path / "runs"))
