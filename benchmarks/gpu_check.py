@@ -85,21 +85,39 @@ def objective(task: str, work: Path, device: str = "cuda") -> dict[str, Any]:
     batch = next(iter(dm.train_dataloader()))
     system = build_system(spec, cfg, len(train.class_names), list(train.class_names), meta=dataset_meta(spec, train))
     system.train()
-    out = {}
-    for key, dev in (("cpu", "cpu"), ("cuda", device)):
+
+    def run(dev: str) -> tuple[float, dict[str, float], dict[str, Any]]:
         system.to(dev)
         images, gt, _ = unpack(batch, dev)
-        torch.manual_seed(0)
         total, terms = system.objective(images, gt, 0.5)
         total.backward()
-        grad = torch.cat([p.grad.flatten() for p in system.parameters() if p.grad is not None]).cpu()
+        grads = {n: p.grad.detach().float().cpu().clone() for n, p in system.named_parameters() if p.grad is not None}
         system.zero_grad(set_to_none=True)
-        out[key] = (total.item(), {k: float(v) for k, v in terms.items()}, grad)
-    (tc, terms_c, gc), (tg, terms_g, gg) = out["cpu"], out["cuda"]
-    rel = abs(tc - tg) / max(abs(tc), 1e-8)
-    grad_rel = float((gc - gg).norm() / gc.norm().clamp_min(1e-12))
-    return {"passed": rel < 1e-3 and grad_rel < 1e-2, "loss_cpu": tc, "loss_cuda": tg, "loss_rel_diff": rel,
-            "grad_rel_diff": grad_rel, "terms_cpu": terms_c, "terms_cuda": terms_g}
+        return total.item(), {k: float(v) for k, v in terms.items()}, grads
+
+    tc, terms_c, gc = run("cpu")
+    row: dict[str, Any] = {"loss_cpu": tc, "terms_cpu": terms_c,
+                           "nonfinite_grads_cpu": [n for n, g in gc.items() if not torch.isfinite(g).all()]}
+    # TF32 (the CUDA default for convolutions on Ampere and later) against full float32 matmuls and convolutions
+    for tf32 in (True, False):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        tg, terms_g, gg = run(device)
+        bad = [n for n, g in gg.items() if not torch.isfinite(g).all()]
+        diff = {n: float((gc[n] - gg[n]).norm()) for n in gc if n in gg and torch.isfinite(gg[n]).all()}
+        norm = float(torch.cat([g.flatten() for g in gc.values()]).norm())
+        rel = abs(tc - tg) / max(abs(tc), 1e-8)
+        grad_rel = (sum(d * d for d in diff.values()) ** 0.5) / max(norm, 1e-12)
+        row[f"tf32_{'on' if tf32 else 'off'}"] = {
+            "loss_cuda": tg, "loss_rel_diff": rel, "grad_rel_diff": grad_rel if not bad else float("nan"),
+            "nonfinite_grads": bad[:20], "largest_grad_diffs": sorted(diff.items(), key=lambda kv: -kv[1])[:6],
+            "terms_cuda": terms_g,
+        }
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    off = row["tf32_off"]
+    row["loss_rel_diff"], row["grad_rel_diff"] = off["loss_rel_diff"], off["grad_rel_diff"]
+    row["passed"] = not off["nonfinite_grads"] and not row["nonfinite_grads_cpu"] and off["loss_rel_diff"] < 1e-3
+    return row
 
 
 _IMG_S = re.compile(r"\| ([0-9.]+) img/s \|")
@@ -145,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument("--tasks", default="det,seg,obb,keypoints")
     parser.add_argument("--precisions", default="16-mixed,bf16-mixed")
+    parser.add_argument("--checks", default="hsv,objective,fit,compiled,eval,ddp", help="groups to run, in this order")
+    parser.add_argument("--compiled-epochs", type=int, default=2)
     args = parser.parse_args(argv)
     import torch
 
@@ -165,27 +185,33 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_text(json.dumps(report, indent=1))
 
     tasks = [t for t in args.tasks.split(",") if t]
+    groups = set(args.checks.split(","))
     try:
-        check(results, "device_hsv", device_hsv)
-        for task in tasks:
-            check(results, f"objective_{task}", lambda t=task: objective(t, work))
-        for task in tasks:
-            for precision in args.precisions.split(","):
-                check(results, f"fit_{task}_{precision}",
-                      lambda t=task, p=precision: fit(t, work, f"{t}-{p}", "--trainer.precision", p))
-        check(results, "fit_det_compiled_device_hsv",
-              lambda: fit("det", work, "det-compiled", "--model.compile_step", "true", "--data.device_hsv", "true"))
-        ckpt = results.get("fit_det_16-mixed", {}).get("checkpoint")
-        if ckpt and Path(ckpt).is_file():
+        if "hsv" in groups:
+            check(results, "device_hsv", device_hsv)
+        if "objective" in groups:
+            for task in tasks:
+                check(results, f"objective_{task}", lambda t=task: objective(t, work))
+        if "fit" in groups:
+            for task in tasks:
+                for precision in args.precisions.split(","):
+                    check(results, f"fit_{task}_{precision}",
+                          lambda t=task, p=precision: fit(t, work, f"{t}-{p}", "--trainer.precision", p))
+        if "compiled" in groups:
+            check(results, "fit_det_compiled_device_hsv",
+                  lambda: fit("det", work, "det-compiled", "--model.compile_step", "true", "--data.device_hsv", "true",
+                              epochs=args.compiled_epochs))
+        trained = [r["checkpoint"] for r in results.values() if r.get("passed") and r.get("checkpoint")]
+        if "eval" in groups and trained and Path(trained[0]).is_file():
             images = next(p for p in (work / "fit-det").rglob("*.jpg"))
-            check(results, "eval_det_cuda", lambda: command("eval", "--checkpoint", ckpt, "--device", "cuda",
+            check(results, "eval_det_cuda", lambda: command("eval", "--checkpoint", trained[0], "--device", "cuda",
                                                              "--img-size", "320"))
-            check(results, "predict_det_cuda", lambda: command("predict", "--checkpoint", ckpt, "--device", "cuda",
+            check(results, "predict_det_cuda", lambda: command("predict", "--checkpoint", trained[0], "--device", "cuda",
                                                                 "--source", str(images.parent), "--conf", "0.01"))
-        if torch.cuda.device_count() >= 2:
+        if "ddp" in groups and torch.cuda.device_count() >= 2:
             check(results, "ddp_det_2gpu", lambda: fit("det", work, "det-ddp", "--trainer.devices", "2",
                                                        "--trainer.strategy", "ddp"))
-        else:
+        elif "ddp" in groups:
             results["ddp_det_2gpu"] = {"passed": None, "skipped": "one GPU"}
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -42,4 +42,5 @@ def test_the_device_checks_pass_with_the_cpu_standing_in_for_cuda(tmp_path):
     assert hsv["passed"] and hsv["max_abs_diff_of_255"] == 0.0
     obj = gpu_check.objective("det", tmp_path, "cpu")
     assert obj["passed"] and obj["loss_rel_diff"] == 0.0 and obj["grad_rel_diff"] == 0.0
-    assert obj["loss_cpu"] > 0 and set(obj["terms_cpu"]) == set(obj["terms_cuda"])
+    assert obj["loss_cpu"] > 0 and set(obj["terms_cpu"]) == set(obj["tf32_off"]["terms_cuda"])
+    assert obj["nonfinite_grads_cpu"] == [] and obj["tf32_on"]["nonfinite_grads"] == []
