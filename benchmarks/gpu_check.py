@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 LUCID = str(Path(sys.executable).parent / "lucid")
+OUT_DIR: Path | None = None
+"""The folder of ``--out``: files worth taking home (a batch that gives non-finite gradients) go there."""
 
 
 def run_check(results: dict[str, Any], name: str, body: Callable[[], dict[str, Any]]) -> None:
@@ -114,6 +116,11 @@ def objective(task: str, work: Path, device: str = "cuda") -> dict[str, Any]:
             "terms_cuda": terms_g,
         }
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    if row["nonfinite_grads_cpu"] or row["tf32_off"]["nonfinite_grads"]:
+        # what it takes to reproduce offline: the weights and the batch (the --out folder comes back from a GPU lease)
+        keep = (OUT_DIR or work) / f"nonfinite_{task}.pt"
+        torch.save({"state_dict": system.state_dict(), "batch": unpack(batch, "cpu"), "torch": torch.__version__}, keep)
+        row["reproduce_with"] = str(keep)
     off = row["tf32_off"]
     row["loss_rel_diff"], row["grad_rel_diff"] = off["loss_rel_diff"], off["grad_rel_diff"]
     row["passed"] = not off["nonfinite_grads"] and not row["nonfinite_grads_cpu"] and off["loss_rel_diff"] < 1e-3
@@ -166,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checks", default="hsv,objective,fit,compiled,eval,ddp", help="groups to run, in this order")
     parser.add_argument("--compiled-epochs", type=int, default=2)
     args = parser.parse_args(argv)
+    global OUT_DIR
+    OUT_DIR = args.out.parent if args.out is not None else None
     import torch
 
     report: dict[str, Any] = {"benchmark": "gpu_check", "torch": torch.__version__}

@@ -13,11 +13,13 @@ import sys
 from datetime import date
 from pathlib import Path
 
-FAULTS = ("SIGINT", "SIGTERM", "SIGKILL, then resume", "SIGKILL, then rerun", "disk full", "read-only root",
-          "missing input", "corrupt input")
+FAULTS = ("SIGINT", "SIGTERM", "SIGKILL, then again", "disk full", "read-only root", "missing input", "corrupt input")
+AGAIN = {"SIGKILL, then resume": "resume", "SIGKILL, then rerun": "rerun"}
+"""A run resumes after SIGKILL, other commands run again: one column."""
 
 
 def render(cells: list[dict]) -> str:
+    cells = [{**c, "fault": "SIGKILL, then again", "how": AGAIN[c["fault"]]} if c["fault"] in AGAIN else c for c in cells]
     commands = sorted({c["command"] for c in cells}, key=lambda c: (not c.startswith("fit"), c))
     faults = [f for f in FAULTS if any(c["fault"] == f for c in cells)]
     by = {(c["command"], c["fault"]): c for c in cells}
@@ -45,11 +47,12 @@ def render(cells: list[dict]) -> str:
             elif c["rc"] is None:
                 row.append(c["note"] or "n/a")
             else:
-                row.append(f"{'pass' if c['passed'] else '**FAIL**'} (exit {c['rc']})")
+                how = f"{c['how']}: " if "how" in c else ""
+                row.append(f"{'pass' if c['passed'] else '**FAIL**'} ({how}exit {c['rc']})")
         lines.append(f"| `lucid {cmd}` | " + " | ".join(row) + " |")
-    notes = sorted({(c["fault"], c["note"]) for c in cells if c["note"] and c["rc"] is not None})
+    notes = sorted({(c.get("how", c["fault"]), c["note"]) for c in cells if c["note"] and c["rc"] is not None})
     if notes:
-        lines += ["", "Notes: " + "; ".join(f"{f}: {n}" for f, n in notes) + "."]
+        lines += [""] + [f"- {f}: {n}." for f, n in notes]
     return "\n".join(lines) + "\n"
 
 
