@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.faults import kill_group, start_lucid, wait_exit
+from tests.faults import kill_group, start_lucid
 
 CELLS: list[dict[str, Any]] = []
 """Every cell checked in this process: command, fault, exit code, passed."""
@@ -52,7 +52,8 @@ def interrupt(args: tuple[str, ...], sig: signal.Signals, ready: Callable[[subpr
     ``ready`` must become true only once the command's own code runs (e.g. torch or Pillow mapped: the
     CLI imports neither before ``main()`` installs its handlers); a command that ends first is a test error.
     """
-    proc = start_lucid(*args, env={}, cwd=cwd)
+    # faulthandler: a command that does not stop is made to dump every thread's stack (SIGABRT) for the report
+    proc = start_lucid(*args, env={"PYTHONFAULTHANDLER": "1"}, cwd=cwd)
     try:
         end = time.monotonic() + timeout
         while not ready(proc):
@@ -63,7 +64,12 @@ def interrupt(args: tuple[str, ...], sig: signal.Signals, ready: Callable[[subpr
                 raise AssertionError("timed out waiting to interrupt")
             time.sleep(0.005)
         proc.send_signal(sig)
-        _, out, err = wait_exit(proc, 120)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError(f"lucid still running 120 s after {sig.name}; its stacks:\n{err[-8000:]}") from None
     finally:
         kill_group(proc)
     return proc.returncode, out, err
