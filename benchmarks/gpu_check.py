@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -142,7 +143,7 @@ def fit(task: str, work: Path, name: str, *extra: str, epochs: int = 2, accelera
             "--trainer.max_epochs", str(epochs), "--trainer.accelerator", accelerator, "--trainer.devices", "1",
             "--trainer.default_root_dir", str(runs), "--model.num_classes", "auto", *extra]
     t0 = time.perf_counter()
-    r = subprocess.run(args, capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **_env()})
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **os.environ})
     wall = time.perf_counter() - t0
     rates = [float(m) for m in _IMG_S.findall(r.stdout)]
     done = [line for line in r.stdout.splitlines() if line.startswith("done:")]
@@ -152,15 +153,9 @@ def fit(task: str, work: Path, name: str, *extra: str, epochs: int = 2, accelera
             **({} if r.returncode == 0 else {"stderr": r.stderr[-3000:]})}
 
 
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
-
-
 def command(*args: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    r = subprocess.run([LUCID, *args], capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **_env()})
+    r = subprocess.run([LUCID, *args], capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **os.environ})
     return {"passed": r.returncode == 0, "rc": r.returncode, "wall_s": round(time.perf_counter() - t0, 1),
             "stdout_tail": r.stdout[-1500:], **({} if r.returncode == 0 else {"stderr": r.stderr[-3000:]})}
 

@@ -148,6 +148,13 @@ def private_mounts_available() -> bool:
     return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True).returncode == 0
 
 
+def _needs_mounts():
+    import pytest
+
+    return pytest.mark.skipif(not private_mounts_available(), reason="needs root for a private mount namespace "
+                              "(unshare -m) to make a real full or read-only filesystem")
+
+
 def in_mount_namespace(script: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run the ``sh`` ``script`` in a private mount namespace (its mounts vanish with it; needs root).
 

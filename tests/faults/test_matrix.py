@@ -22,22 +22,20 @@ import pytest
 
 from tests.conftest import real_data_root, run_lucid
 from tests.faults import (
+    _needs_mounts,
     in_mount_namespace,
     kill_group,
-    private_mounts_available,
     start_lucid,
     tiny_root,
     wait_exit,
     wait_for,
 )
-from tests.faults.matrix import MESSAGE, check_ending, has_mapped, inode, interrupt, record
+from tests.faults.matrix import EXIT, MESSAGE, check_ending, has_mapped, inode, interrupt, record
 
 pytestmark = pytest.mark.slow
 
-needs_mounts = pytest.mark.skipif(not private_mounts_available(), reason="needs root for a private mount namespace "
-                                  "(unshare -m) to make a real full or read-only filesystem")
+needs_mounts = _needs_mounts()
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _fit_tasks() -> list[str]:

@@ -22,18 +22,17 @@ import pytest
 
 from tests.conftest import BIN, run_lucid
 from tests.faults import (
+    _needs_mounts,
     fast_fit_args,
     in_mount_namespace,
     kill_group,
-    private_mounts_available,
     start_lucid,
     tiny_root,
     wait_exit,
     wait_for,
 )
 
-needs_mounts = pytest.mark.skipif(not private_mounts_available(), reason="needs root for a private mount namespace "
-                                  "(unshare -m) to make a real full or read-only filesystem")
+needs_mounts = _needs_mounts()
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
