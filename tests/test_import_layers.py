@@ -174,3 +174,14 @@ def test_the_engine_never_imports_the_cli():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("lucidyolo.cli")]
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("layer", LOWER_LAYERS)
+def test_lower_layers_never_read_the_config(graph, layer):
+    """Models, data, losses, ... take plain typed arguments: only config/, tasks/ and engine/ know the schema."""
+    prefix = f"lucidyolo.{layer}"
+    readers = {
+        m: sorted(t for t in graph[m] if t == "lucidyolo.config" or t.startswith("lucidyolo.config."))
+        for m in graph if m == prefix or m.startswith(prefix + ".")
+    }
+    assert not {m: ts for m, ts in readers.items() if ts}
