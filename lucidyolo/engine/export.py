@@ -14,11 +14,15 @@ def run_export(
 ) -> dict[str, Any]:
     """Write the deployed graph with the task's named outputs; ``check`` runs the task's onnxruntime parity.
 
-    Returns ``{"onnx", "img_size", "dynamic_batch", "outputs", "bytes"}`` plus ``parity`` when checked.
+    ``checkpoint`` may be a run directory (its best checkpoint); the default output sits beside
+    the checkpoint file. Returns ``{"onnx", "img_size", "dynamic_batch", "outputs", "bytes"}`` plus
+    ``parity`` when checked.
     """
     from lucidyolo.engine.fit import quiet_known_warnings
+    from lucidyolo.engine.weights_source import checkpoint_in
 
     quiet_known_warnings()
+    checkpoint = checkpoint_in(Path(checkpoint), "--checkpoint") if Path(checkpoint).is_dir() else Path(checkpoint)
     if fmt == "weights":
         return export_weights(checkpoint, output or checkpoint.with_suffix(".weights.pt"), half=half, ema=ema,
                               keep_raw=keep_raw)

@@ -32,15 +32,19 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
     """Load ``path`` safely (``weights_only``), rebuild the task's model and load its weights.
 
     Args:
-        path: checkpoint written by ``lucid fit``.
+        path: checkpoint written by ``lucid fit``, a weights file from ``lucid export --format weights``,
+            or a run directory (its ``best.ckpt``, else ``last.ckpt``).
         ema: load the EMA weights when the checkpoint has them.
         task: if given, must match the checkpoint's task.
 
     Raises:
         UserError: unsafe or foreign checkpoint, task mismatch, weights that do not fit.
     """
+    from lucidyolo.engine.weights_source import checkpoint_in
     from lucidyolo.tasks.registry import get_task
 
+    if Path(path).is_dir():
+        path = checkpoint_in(Path(path), "--checkpoint")
     ckpt = load_checkpoint(path)
     lucid = ckpt.get("lucid") if isinstance(ckpt, dict) else None
     if not isinstance(lucid, dict) or "config" not in lucid:

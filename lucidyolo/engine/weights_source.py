@@ -91,13 +91,17 @@ def resolve_weights(
         return path
     else:
         path = Path(source).expanduser()
-    path = _checkpoint_in(path)
+    path = checkpoint_in(path)
     if digest is not None:
         _verify(path, digest, downloaded_from=None)
     return path
 
 
-def _checkpoint_in(path: Path) -> Path:
+def checkpoint_in(path: Path, option: str = "`model.weights`") -> Path:
+    """``path`` itself, or the checkpoint a run directory holds (``best.ckpt``, else ``last.ckpt``).
+
+    ``option`` names the option in the error for a folder without one (``--checkpoint`` for eval, ...).
+    """
     if path.is_file():
         return path
     if path.is_dir():
@@ -106,7 +110,7 @@ def _checkpoint_in(path: Path) -> Path:
                 if candidate.is_file():
                     return candidate
         raise UserError(
-            f"`model.weights` names the folder {path}, which holds no checkpoint.",
+            f"{option} names the folder {path}, which holds no checkpoint.",
             why="a run directory keeps its weights in checkpoints/best.ckpt (or last.ckpt).",
             fix="Pass a run directory (runs/<task>/version_N), a checkpoint or weights file, or a URL.",
         )
