@@ -15,6 +15,7 @@ from lucidyolo._version import __version__
 from lucidyolo.cli import data, export, fit, gate, model, plugins, predict
 from lucidyolo.cli import evaluate as eval_cmd
 from lucidyolo.cli.console import print_user_error, set_verbosity
+from lucidyolo.cli.vocabulary import HabitCommand
 from lucidyolo.errors import RunInterrupted, UserError
 
 app = typer.Typer(
@@ -46,11 +47,11 @@ def root(
 
 
 _EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
-app.command("fit", context_settings=_EXTRA)(fit.fit)
-app.command("eval")(eval_cmd.evaluate)
-app.command("predict")(predict.predict)
-app.command("export")(export.export)
-app.command("plugins")(plugins.plugins)
+app.command("fit", context_settings=_EXTRA, cls=HabitCommand)(fit.fit)
+app.command("eval", cls=HabitCommand)(eval_cmd.evaluate)
+app.command("predict", cls=HabitCommand)(predict.predict)
+app.command("export", cls=HabitCommand)(export.export)
+app.command("plugins", cls=HabitCommand)(plugins.plugins)
 app.add_typer(data.app, name="data", help="Check, generate and download datasets.")
 app.add_typer(gate.app, name="gate", help="Minutes-long wiring gates.")
 app.add_typer(model.app, name="model", help="Model family: size summary (params, GFLOPs).")

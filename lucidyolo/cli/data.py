@@ -8,12 +8,13 @@ from pathlib import Path
 import typer
 
 from lucidyolo.cli.tile import app as tile_app
+from lucidyolo.cli.vocabulary import HabitCommand
 
 app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False)
 app.add_typer(tile_app, name="tile", help="Cut large scenes into training tiles.")
 
 
-@app.command("check")
+@app.command("check", cls=HabitCommand)
 def check(
     data_root: Path = typer.Option(None, "--data-root", help="Dataset root (COCO container, YOLO root or DOTA root)."),
     layout: str = typer.Option(None, "--layout", help="Force a layout: coco, coco-2017, coco-split, coco-images, coco-export, yolo, dota."),
@@ -109,7 +110,7 @@ def _print_report(report) -> None:
         out.print(f"Set [bold]model.num_classes = {report.num_classes}[/bold] (e.g. --model.num_classes {report.num_classes}).")
 
 
-@app.command("synth")
+@app.command("synth", cls=HabitCommand)
 def synth(
     out: Path = typer.Option(..., "--out", help="Folder to write (must be empty or absent)."),
     task: str = typer.Option("det", "--task", help="Task name or alias (its fields pick the scene and labels)."),
@@ -136,7 +137,7 @@ def synth(
     typer.echo(f"Wrote {images} synthetic {spec.name} images to {root} ({fmt}). Use --data-root {root}")
 
 
-@app.command("download")
+@app.command("download", cls=HabitCommand)
 def download(
     dataset: str = typer.Argument(..., help="Dataset name (coco)."),
     data_root: Path = typer.Option(..., "--data-root", help="Target folder."),

@@ -16,7 +16,7 @@ def evaluate(
         "true", "--masks", metavar="true|false", help="Tasks with masks: also score them (false: boxes only)."
     ),
     no_masks: bool = typer.Option(False, "--no-masks", help="The same as --masks false."),
-    img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the task's, 640 for det)."),
+    img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the run's training size, its data.img_size)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Batch size (default: the task's, 32 for det)."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto."),
     limit: int | None = typer.Option(None, "--limit", help="Score only the first N images."),
@@ -56,7 +56,8 @@ def print_report(report: dict) -> None:
     iou_types = list(next(iter(paths.values()))) if paths else []
     for iou_type in iou_types:
         table = Table(
-            title=f"lucid eval {report['task']} ({iou_type}): {report['num_images']} images ({report['weights']} weights)"
+            title=f"lucid eval {report['task']} ({iou_type}): {report['num_images']} images at {report['img_size']} px "
+                  f"({report['weights']} weights)"
         )
         table.add_column("stat")
         for path in paths:
@@ -64,4 +65,7 @@ def print_report(report: dict) -> None:
         for name in next(iter(paths.values()))[iou_type]["stats"]:
             table.add_row(name, *(f"{p[iou_type]['stats'][name]:.4f}" for p in paths.values()))
         console.print(table)
+    source = report.get("img_size_source")
+    if source:
+        info(f"image size: {report['img_size']} px ({source})")
     info(f"timings: {', '.join(f'{k} {v:.2f}' for k, v in report['timings'].items())}")

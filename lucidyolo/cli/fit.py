@@ -32,6 +32,8 @@ def fit(
     [bold]lucid fit det --data.batch_size 32 --model.variant s trainer.max_epochs=100[/bold]
 
     Precedence: schema defaults < packaged preset < --config files < dotted overrides.
+    Other trainers' words (epochs=, imgsz=, batch=, data=) stop with our key's name
+    (trainer.max_epochs, data.img_size, data.batch_size, --data-root).
     Without --data-root and --config, `det` trains the nano model briefly on the built-in
     synthetic shapes set (preset det_nano_synthetic.yaml).
     """
@@ -41,7 +43,9 @@ def fit(
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task(task)
-    overrides = parse_overrides(list(ctx.args))
+    from lucidyolo.cli.vocabulary import command_options
+
+    overrides = parse_overrides(list(ctx.args), command_options(ctx.command), "lucid fit")
     if resume is not None and (config or overrides or data_root is not None):
         from lucidyolo.errors import ConfigError
 

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import typer
 
+from lucidyolo.cli.vocabulary import HabitCommand
+
 app = typer.Typer(no_args_is_help=True)
 
 
-@app.command("overfit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command("overfit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, cls=HabitCommand)
 def overfit(
     ctx: typer.Context,
     task: str = typer.Option("det", "--task", help="Task to gate (name or alias)."),
@@ -30,11 +32,13 @@ def overfit(
     Exits 0 at or above the floor, 1 below it.
     """
     from lucidyolo.cli.console import console, info
+    from lucidyolo.cli.vocabulary import command_options
     from lucidyolo.config.overrides import parse_overrides
     from lucidyolo.engine.gate import run_overfit_gate
 
+    overrides = parse_overrides(list(ctx.args), command_options(ctx.command), "lucid gate overfit")
     result = run_overfit_gate(
-        task, epochs=epochs, images=images, img_size=img_size, workdir=workdir, overrides=parse_overrides(list(ctx.args)),
+        task, epochs=epochs, images=images, img_size=img_size, workdir=workdir, overrides=overrides,
         log=None if as_json else info, progress_bar=console.is_terminal and not as_json,
     )
     if as_json:

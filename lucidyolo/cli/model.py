@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from lucidyolo.cli.vocabulary import HabitCommand
+
 app = typer.Typer(help="Inspect YOLO26 model variants.", no_args_is_help=True)
 
 
@@ -14,7 +16,7 @@ def model() -> None:
     """Inspect YOLO26 model variants (keeps ``summary`` a sub-command)."""
 
 
-@app.command()
+@app.command(cls=HabitCommand)
 def summary(
     variant: str = typer.Option("n", "--variant", "-v", help="Variant: n, s, m, l or x."),
     task: str = typer.Option("det", "--task", help="Task name or alias (`lucid plugins` lists them)."),

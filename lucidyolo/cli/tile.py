@@ -13,12 +13,14 @@ from pathlib import Path
 
 import typer
 
+from lucidyolo.cli.vocabulary import HabitCommand, renamed
+
 app = typer.Typer(help="Cut large scenes into training tiles.", no_args_is_help=True, add_completion=False)
 
 
-@app.command("dota")
+@app.command("dota", cls=HabitCommand)
 def dota(
-    root: Path = typer.Option(..., "--root", help="DOTA-v1.0 root: {split}/images + {split}/labelTxt, or a flat images + labelTxt (then give one split)."),
+    data_root: Path | None = typer.Option(None, "--data-root", help="DOTA-v1.0 root: {split}/images + {split}/labelTxt, or a flat images + labelTxt (then give one split). (required)", show_default=False),
     out: Path = typer.Option(..., "--out", help="Output COCO container ({split}/ tiles + annotations/instances_{split}.json); may exist, its splits may not."),
     splits: str = typer.Option("train,val", "--splits", help="Comma-separated split names (a flat root takes exactly one)."),
     patch: int = typer.Option(1024, "--patch", help="Tile side in pixels."),
@@ -27,12 +29,19 @@ def dota(
     suffix: str = typer.Option("png", "--suffix", help="Tile format: png (lossless) or jpg (quality 95)."),
     drop_empty_tiles: bool = typer.Option(False, "--drop-empty-tiles", help="Skip tiles without objects (kept by default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    old_root: Path | None = typer.Option(None, "--root", hidden=True, help="Deprecated spelling of --data-root."),
 ) -> None:
     """Tile DOTA-v1.0 scenes into a COCO container of oriented-box tiles.
 
     Objects cut by a tile edge keep their corners when >= 70% of their area is
     inside, are re-fitted and flagged difficult when less, dropped when none.
     """
+    root = renamed(old_root, data_root, "--root", "--data-root")
+    if root is None:
+        from lucidyolo.errors import DataError
+
+        raise DataError("No DOTA root given.", why="the tiler reads the scenes from a dataset root.",
+                        fix="Pass --data-root PATH (the folder with {split}/images and {split}/labelTxt).")
     from lucidyolo.data.tiling import tile_dota
 
     names = [s.strip() for s in splits.split(",") if s.strip()]

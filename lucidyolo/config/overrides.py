@@ -8,6 +8,7 @@ Values are parsed with ``yaml.safe_load`` so ``32`` is an int, ``true`` a bool,
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import yaml
@@ -34,29 +35,49 @@ TOP_LEVEL_KEYS = frozenset({"seed"})
 """The run config's keys outside every section (``--seed 3``, ``seed=3``)."""
 
 
-def _check_key(key: str, token: str) -> str:
+def _check_key(key: str, token: str, value: str | None, options: Collection[str], command: str) -> str:
+    """``key`` when it is a dotted key (or a top-level one); else a ConfigError, with a did-you-mean when one fits.
+
+    ``value`` is the text that follows (for the example in the fix); ``options`` are the command's own long options,
+    so a typo of one (``--data-roo``) is answered with it. Words other trainers use (``epochs=2``, ``--imgsz``)
+    come from :data:`lucidyolo.config.habits.HABITS`.
+    """
     if key in TOP_LEVEL_KEYS:
         return key
-    if "." not in key or any(not part for part in key.split(".")):
-        raise ConfigError(
-            f"Unexpected argument {token!r}.",
-            why="configuration overrides name a dotted key such as `data.batch_size`.",
-            fix=_FIX + " Run `lucid fit --help` for the other options.",
-        )
-    return key
+    if "." in key and all(part for part in key.split(".")):
+        return key
+    from lucidyolo.config.habits import suggest
+
+    hint = suggest(key, options) if key else None
+    if hint is not None:
+        what = f"Unknown argument {token!r}; did you mean `{hint.spelling}`?"
+        if hint.habit:
+            why = f"`{key}` is another trainer's word; here {hint.why}"
+        else:
+            why = hint.why or "it is not an option of this command."
+        raise ConfigError(what, why=why, fix=f"Write {hint.example(value)}. Run `{command} --help` for the options.")
+    raise ConfigError(
+        f"Unexpected argument {token!r}.",
+        why="configuration overrides name a dotted key such as `data.batch_size`.",
+        fix=_FIX + f" Run `{command} --help` for the other options.",
+    )
 
 
-def parse_overrides(args: list[str]) -> dict[str, Any]:
+def parse_overrides(args: list[str], options: Collection[str] = (), command: str = "lucid fit") -> dict[str, Any]:
     """Turn leftover CLI tokens into a nested dict.
 
     Args:
         args: tokens in command-line order.
+        options: the command's own long options (``--data-root``, ``--config``...), named in the did-you-mean
+            of a mistyped one.
+        command: the command, as a user types it, for the `--help` pointer in errors.
 
     Returns:
         nested mapping, e.g. ``{"data": {"batch_size": 32}}``.
 
     Raises:
-        ConfigError: a token is not an override or a value is missing.
+        ConfigError: a token is not an override or a value is missing; a word of another trainer
+            (``epochs=2``) or a typo of an option names ours.
     """
     out: dict[str, Any] = {}
     i = 0
@@ -66,21 +87,24 @@ def parse_overrides(args: list[str]) -> dict[str, Any]:
             body = token[2:]
             if "=" in body:
                 key, text = body.split("=", 1)
+                key = _check_key(key, token, text, options, command)
             else:
                 key = body
-                if i + 1 >= len(args) or args[i + 1].startswith("--"):
+                nxt = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else None
+                key = _check_key(key, token, nxt, options, command)
+                if nxt is None:
                     raise ConfigError(f"The override `--{key}` has no value.", fix=_FIX)
                 i += 1
-                text = args[i]
+                text = nxt
         elif "=" in token:
             key, text = token.split("=", 1)
+            key = _check_key(key, token, text, options, command)
         else:
             raise ConfigError(
                 f"Unexpected argument {token!r}.",
                 why="only one TASK argument is accepted; everything else must be an option or a dotted override.",
                 fix=_FIX,
             )
-        key = _check_key(key, token)
         set_dotted(out, key, _parse_value(key, text))
         i += 1
     return out

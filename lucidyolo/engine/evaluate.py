@@ -55,7 +55,9 @@ def run_eval(
 
     ``fold=False`` keeps BatchNorm unfolded: the forward is then the one the
     training run validated with, to the last bit (folding changes float rounding,
-    which can swap near-tied detections).
+    which can swap near-tied detections). ``img_size`` defaults to the run's
+    ``data.img_size`` (the size it was trained and validated at); the report
+    says which was used (``img_size``, ``img_size_source``).
     """
     from lucidyolo.engine.fit import quiet_known_warnings
 
@@ -84,7 +86,9 @@ def run_eval(
             why="scores against another label space are meaningless.",
             fix="Evaluate on a dataset with the same categories.",
         )
-    img_size = img_size or spec.eval_img_size
+    # the run's training size by default: a model scored at another size loses accuracy silently
+    size_source = "--img-size" if img_size else "the run's data.img_size"
+    img_size = img_size or cfg.data.img_size
     if img_size % 32:
         raise UserError(f"--img-size {img_size} is not a multiple of 32.", fix="Use e.g. 640.")
     dev = pick_device(device)
@@ -109,6 +113,7 @@ def run_eval(
         "split": split,
         "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),
         "img_size": img_size,
+        "img_size_source": size_source,
         "engine": outcome.get("engine", "pycocotools"),
         "versions": library_versions(),
         "config": cfg.model_dump(mode="json"),

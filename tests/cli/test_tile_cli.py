@@ -13,7 +13,7 @@ from tests.task_fields import fields_of
 
 
 def _tile(lucid, root, out, *extra):
-    return lucid("data", "tile", "dota", "--root", str(root), "--out", str(out), *extra, timeout=300)
+    return lucid("data", "tile", "dota", "--data-root", str(root), "--out", str(out), *extra, timeout=300)
 
 
 def test_tiles_a_root_and_prints_the_summary(lucid, tmp_path):
@@ -23,8 +23,13 @@ def test_tiles_a_root_and_prints_the_summary(lucid, tmp_path):
     line = r.stdout.strip().splitlines()[-1]
     assert line.startswith("Tiled 3 scenes (1 without a label file: no objects) (train) into 6 tiles (1 empty)")
     assert "flagged difficult by clipping" in line and f"--data-root {tmp_path / 'out'}" in line
-    j = _tile(lucid, root, tmp_path / "out2", "--splits", "train", "--patch", "160", "--overlap", "20", "--json", "--workers", "2")
+    # the old spelling --root still works for one release: one warning line on stderr naming --data-root
+    j = lucid("data", "tile", "dota", "--root", str(root), "--out", str(tmp_path / "out2"), "--splits", "train",
+              "--patch", "160", "--overlap", "20", "--json", "--workers", "2", timeout=300)
     assert j.returncode == 0, j.stderr
+    warned = [ln for ln in j.stderr.splitlines() if "deprecated" in ln]
+    assert len(warned) == 1 and "--root" in warned[0] and "use --data-root" in warned[0], j.stderr
+    assert "deprecated" not in r.stderr
     s = json.loads(j.stdout)
     assert (s["scenes"], s["tiles"], s["empty_tiles"], s["workers"]) == (3, 6, 1, 2)
     assert s["splits"][0]["ann_file"].endswith("instances_train.json")

@@ -24,7 +24,7 @@ def _no_staging_left(out) -> None:
 @pytest.mark.realdata
 def test_two_runs_started_together_both_finish_with_one_complete_split(tmp_path):
     root, out = real_data_root() / "dota_v1_examples", tmp_path / "out"
-    args = [str(BIN / "lucid"), "data", "tile", "dota", "--root", str(root), "--out", str(out), "--splits", "train",
+    args = [str(BIN / "lucid"), "data", "tile", "dota", "--data-root", str(root), "--out", str(out), "--splits", "train",
             "--patch", "512", "--overlap", "0", "--json"]  # fmt: skip
     env = dict(os.environ, COLUMNS="200")
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]

@@ -1,0 +1,208 @@
+"""Words users bring from other YOLO trainers, and what this project calls them (torch-free).
+
+``HABITS`` is the one table: a word as typed elsewhere (``epochs=2``, ``--imgsz 320``,
+``batch=16``, ``data=coco8.yaml``) -> our spelling, with the reason ours differs.
+The CLI does not *accept* these words (two spellings of one setting would make
+configs, logs and bug reports ambiguous); it answers them with exit 2 and a
+did-you-mean naming our key, so a habit costs one retry instead of a search.
+
+:func:`suggest` is used in two places: :func:`lucidyolo.config.overrides.parse_overrides`
+(the leftover tokens of ``lucid fit`` and ``lucid gate overfit``) and
+:class:`lucidyolo.cli.vocabulary.HabitCommand` (every other command's
+unknown options and stray ``word=value`` arguments).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Habit:
+    """Our spelling of a word from another trainer.
+
+    Args:
+        key: our dotted config key (what ``lucid fit`` takes as ``key=value`` / ``--key value``), or None.
+        why: why ours is spelled or shaped differently (printed as the error's "why").
+        option: the command-line option that carries it on the commands that have one (``--img-size`` on
+            ``eval``/``predict``/``export``); preferred over ``key`` where the command has it.
+        value: a placeholder shown in the example instead of the user's value, where that value means something
+            else here (``resume=True`` -> ``--resume RUN_DIR``).
+    """
+
+    key: str | None
+    why: str
+    option: str | None = None
+    value: str | None = None
+
+
+_AUGMENT = "augmentation strengths are per-variant recipe values; the optional overrides live in `data.augment`."
+_OPTIM = "optimisation settings live in the `model` section (the LightningModule owns its optimizer)."
+
+HABITS: dict[str, Habit] = {
+    "epochs": Habit(
+        "trainer.max_epochs",
+        "the run length is a Lightning Trainer argument, so it sits in the `trainer` section under Lightning's name.",
+        option="--epochs",  # `lucid gate overfit --epochs`
+    ),
+    "imgsz": Habit(
+        "data.img_size",
+        "the input side is set by the data pipeline (letterbox, mosaic), and one spelling is used everywhere: "
+        "the `data.img_size` key and every command's `--img-size`.",
+        option="--img-size",
+    ),
+    "img": Habit("data.img_size", "the input side is spelled `img_size` everywhere (`--img-size` on commands).",
+                 option="--img-size"),
+    "batch": Habit(
+        "data.batch_size",
+        "the batch size is a data-loader setting: images per device per step (the learning rate is scaled from "
+        "`model.lr_reference_batch`).",
+        option="--batch-size",  # `lucid eval --batch-size`
+    ),
+    "data": Habit(
+        "data.data_root",
+        "a dataset is a root folder (COCO, YOLO or DOTA layout, found by its files); a YOLO root's data.yaml, or "
+        "the yaml file itself, is read from there.",
+        option="--data-root",
+    ),
+    "model": Habit(
+        "model.variant",
+        "a model is a task (the TASK argument) and a size row n, s, m, l or x (`model.variant`); weights to start "
+        "from are a separate key, `model.weights` (a file, a run folder or a URL).",
+        value="n|s|m|l|x",
+    ),
+    "weights": Habit("model.weights", "starting weights are a `model` key: a file, a run folder or an http(s) URL."),
+    "pretrained": Habit(
+        "model.weights", "pretrained weights are named explicitly (a file, a run folder or a URL), never implied.",
+        value="PATH",
+    ),
+    "resume": Habit(
+        None, "resuming takes the run folder (or checkpoint) to continue exactly, not a true/false flag.",
+        option="--resume", value="RUN_DIR",
+    ),
+    "device": Habit(
+        "trainer.devices",
+        "Lightning takes the device kind (`trainer.accelerator`: cpu, gpu, auto) and which/how many "
+        "(`trainer.devices`: 1, [0, 1], auto) separately.",
+        option="--device",  # `lucid eval/predict --device`
+    ),
+    "workers": Habit("data.num_workers", "loader processes are a data setting ('auto' sizes them to the machine)."),
+    "project": Habit(
+        "trainer.default_root_dir",
+        "runs are written to `trainer.default_root_dir`/version_N (Lightning's folder and numbering; default "
+        "runs/<task>).",
+    ),
+    "name": Habit(
+        "trainer.default_root_dir",
+        "run folders are numbered version_N inside `trainer.default_root_dir`; choose the parent folder instead.",
+        value="DIR",
+    ),
+    "amp": Habit(
+        "trainer.precision",
+        "mixed precision is Lightning's `precision` ('auto': bf16-mixed where the device has it, else 32-true).",
+        value="bf16-mixed",
+    ),
+    "cache": Habit("data.cache_train_images", "image caching is a data setting (true, false or 'auto')."),
+    "lr0": Habit("model.lr", "the peak learning rate is `model.lr`, given at `model.lr_reference_batch`; " + _OPTIM),
+    "lrf": Habit("model.lrf", _OPTIM),
+    "momentum": Habit("model.momentum", _OPTIM),
+    "weight_decay": Habit("model.weight_decay", _OPTIM),
+    "warmup_epochs": Habit("model.warmup_epochs", _OPTIM),
+    "optimizer": Habit("model.optimizer", _OPTIM),
+    "close_mosaic": Habit("model.close_mosaic", "the schedule of the mosaic switch-off is part of the recipe, in "
+                          "the `model` section."),
+    "box": Habit("model.box_gain", "loss gains are `model.*_gain` (ours are normalised differently; see "
+                 "docs/coming-from-other-yolo-trainers.md)."),
+    "cls": Habit("model.cls_gain", "loss gains are `model.*_gain` (ours are normalised differently; see "
+                 "docs/coming-from-other-yolo-trainers.md)."),
+    "fliplr": Habit("data.augment.flip_lr", _AUGMENT),
+    "mosaic": Habit("data.augment.mosaic", _AUGMENT + " `data.mosaic false` turns mosaic off altogether."),
+    "mixup": Habit("data.augment.mixup", _AUGMENT),
+    "copy_paste": Habit("data.augment.copy_paste", _AUGMENT),
+    "scale": Habit("data.augment.scale", _AUGMENT),
+    "translate": Habit("data.augment.translate", _AUGMENT),
+    "hsv_h": Habit("data.augment.hsv_h", _AUGMENT),
+    "hsv_s": Habit("data.augment.hsv_s", _AUGMENT),
+    "hsv_v": Habit("data.augment.hsv_v", _AUGMENT),
+}
+"""Another trainer's word -> our spelling and the reason (keys are compared lower-case, ``-`` read as ``_``)."""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """What to type instead of an unknown word: ``spelling`` is an option (``--data-root``) or a dotted key."""
+
+    spelling: str
+    why: str | None
+    habit: bool
+    value: str | None = None
+
+    @property
+    def is_option(self) -> bool:
+        return self.spelling.startswith("-")
+
+    def example(self, value: str | None) -> str:
+        """How to write it, with the user's value when there was one."""
+        shown = self.value or (value if value not in (None, "") else "VALUE")
+        if self.is_option:
+            return f"`{self.spelling} {shown}`" if value is not None or self.value else f"`{self.spelling}`"
+        return f"`{self.spelling}={shown}` (or `--{self.spelling} {shown}`)"
+
+
+@lru_cache(maxsize=1)
+def _config_leaves() -> dict[str, str]:
+    """Every leaf of the run config by its last name (``batch_size`` -> ``data.batch_size``), first wins."""
+    from pydantic import BaseModel
+
+    from lucidyolo.config.schema import RunConfig
+
+    out: dict[str, str] = {}
+
+    def walk(cls: type[BaseModel], prefix: str) -> None:
+        for name, field in cls.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            else:
+                out.setdefault(name, f"{prefix}{name}")
+
+    walk(RunConfig, "")
+    return out
+
+
+def suggest(word: str, options: Collection[str] = (), config_keys: bool = True) -> Suggestion | None:
+    """Our spelling for an unknown word, or None when nothing is close.
+
+    Order: a habit from :data:`HABITS` (the command's own option when it has it, else the dotted key); a close
+    option of the command (a typo: ``--data-roo``, ``--confg``); with ``config_keys``, a config leaf of the same
+    or a close name (``batch_size=8`` -> ``data.batch_size``).
+
+    Args:
+        word: the word as typed, with or without leading dashes (``--imgsz``, ``imgsz``).
+        options: the command's own long options (``--data-root``, ``--config``, ...).
+        config_keys: whether dotted config keys are an answer (commands that take overrides).
+    """
+    bare = word.lstrip("-")
+    norm = bare.lower().replace("-", "_")
+    habit = HABITS.get(norm)
+    if habit is not None:
+        if habit.option is not None and habit.option in options:
+            return Suggestion(habit.option, habit.why, True, habit.value)
+        if habit.key is not None and config_keys:
+            return Suggestion(habit.key, habit.why, True, habit.value)
+    long_options = [o for o in options if o.startswith("--")]
+    close = difflib.get_close_matches(f"--{bare}", long_options, n=1, cutoff=0.6)
+    if close:
+        return Suggestion(close[0], None, False)
+    if config_keys:
+        leaves = _config_leaves()
+        if norm in leaves:
+            return Suggestion(leaves[norm], "every config key is written with its section, e.g. `data.batch_size`.",
+                              False)
+        close = difflib.get_close_matches(norm, list(leaves), n=1, cutoff=0.75)
+        if close:
+            return Suggestion(leaves[close[0]], "every config key is written with its section.", False)
+    return None
