@@ -1,4 +1,4 @@
-"""Train, score and run a detector from Python, without the ``lucid`` command.
+"""Train, score, run and export a detector from Python with ``lucidyolo.Model``, without the ``lucid`` command.
 
     python examples/python_api.py --workdir /tmp/lucid-api
     python examples/python_api.py --data-root /data/my_set --workdir work \\
@@ -22,10 +22,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from lucidyolo.config.resolve import resolve_config
+from lucidyolo import Model
 from lucidyolo.data.layouts import open_source
 from lucidyolo.errors import UserError
-from lucidyolo.tasks.registry import get_task
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,79 +39,80 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--conf", type=float, default=0.25, help="confidence threshold for predictions")
     p.add_argument("--weights", help="start step 2 from these weights (checkpoint, weights file, run folder, URL)")
     p.add_argument("--finetune-epochs", type=int, default=0,
-                   help="then fine-tune from the best checkpoint of step 2 for this many epochs (step 5)")
+                   help="then fine-tune from the run folder of step 2 for this many epochs (step 6)")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = args.workdir.resolve()
-    # The task registry is the same one `lucid fit det` uses; plugins' tasks are found the same way.
-    spec = get_task("det")
+    # 1. An untrained model description. Tasks come from the same registry as `lucid fit det`
+    #    (an alias such as "detect" works, and so do plugins' tasks, e.g. "cls").
+    model = Model.new("det", variant="n")
 
     data_root = args.data_root
     if data_root is None:
         # The task's own synthetic-set hook (what the embedded `lucid fit det` run trains on).
         # Hooks take keyword arguments; a second call with the same arguments reuses the files.
-        data_root = spec.make_synthetic(out_dir=workdir / "data", num_images=16, img_size=args.img_size, seed=0)
+        data_root = model.spec.make_synthetic(out_dir=workdir / "data", num_images=16, img_size=args.img_size, seed=0)
         print(f"synthetic set: {data_root}")
 
-    # 1. Resolve a config exactly as the CLI does: schema defaults < packaged preset < files
-    #    < overrides. Overrides are nested dicts here, where the CLI has --section.key options.
-    #    Unknown keys and bad values raise ConfigError before anything runs.
+    # 2. Train. The config resolves exactly as the CLI's: schema defaults < packaged preset < files
+    #    < overrides. Overrides are nested dicts here (`trainer={"max_epochs": 2}`); `trainer__max_epochs=2`
+    #    and `**{"trainer.max_epochs": 2}` say the same. Unknown keys and bad values raise ConfigError
+    #    before anything runs.
     trainer: dict[str, object] = {"max_epochs": args.epochs, "default_root_dir": str(workdir / "runs")}
     if args.limit_batches:
         trainer["limit_train_batches"] = args.limit_batches
-    cfg = resolve_config(
-        spec,
-        configs=["det_nano_smoke.yaml"],  # a packaged preset by bare name; a YAML path works too
-        overrides={
-            # num_workers 0 loads in this process: worker start-up would cost more than a tiny run.
-            "data": {"img_size": args.img_size, "batch_size": args.batch_size, "num_workers": 0},
-            "trainer": trainer,
-            # `model.weights` is `--model.weights`: classes are matched by name (the report says how).
-            **({"model": {"weights": args.weights}} if args.weights else {}),
-        },
-        data_root=data_root,
+    # num_workers 0 loads in this process: worker start-up would cost more than a tiny run.
+    data = {"img_size": args.img_size, "batch_size": args.batch_size, "num_workers": 0}
+    fit = model.fit(
+        data_root,
+        config="det_nano_smoke.yaml",  # a packaged preset by bare name; a YAML path works too
+        weights=args.weights,  # `--model.weights`: classes are matched by name (fit.transfer says how)
+        data=data,
+        trainer=trainer,
     )
-    print(f"config: variant {cfg.model.variant}, img_size {cfg.data.img_size}, {cfg.trainer.max_epochs} epoch(s)")
+    cfg = fit.config
+    print(f"config: variant {cfg['model']['variant']}, img_size {cfg['data']['img_size']}, "
+          f"{cfg['trainer']['max_epochs']} epoch(s)")
+    shown = ", ".join(f"{k} {fit.metrics[k]:.4f}" for k in model.spec.metrics.keys if k in fit.metrics)
+    print(f"run folder {fit.run_dir}; best checkpoint {fit.best.name}; {shown}")
+    # From here on `model` is that best checkpoint (model.checkpoint == fit.best).
 
-    # 2. Train. Only the three documented keys of the returned dict are used here.
-    from lucidyolo.engine.fit import run_fit
-
-    result = run_fit(spec, cfg)
-    run_dir, best, metrics = Path(result["run_dir"]), Path(result["best"]), result["metrics"]
-    shown = ", ".join(f"{k} {metrics[k]:.4f}" for k in spec.metrics.keys if k in metrics)
-    print(f"run folder {run_dir}; best checkpoint {best.name}; {shown}")
-
-    # 3. Score the val split with the task's protocol (pycocotools for det), both decode paths.
-    #    img_size is passed because eval otherwise uses the task's default (640), not the run's.
-    from lucidyolo.engine.evaluate import run_eval
-
-    report = run_eval(checkpoint=best, data_root=data_root, img_size=args.img_size, output=workdir / "eval.json")
-    for path, by_type in report["paths"].items():  # "e2e" (one-to-one top-k) and "nms"
-        for iou_type, result_of_type in by_type.items():
-            stats = result_of_type["stats"]
+    # 3. Score the val split with the task's protocol (pycocotools for det), both decode paths,
+    #    at the size the model was trained at. The report is also written as JSON.
+    report = model.evaluate(output=workdir / "eval.json")
+    for path, by_type in report.paths.items():  # "e2e" (one-to-one top-k) and "nms"
+        for iou_type in by_type:
+            stats = report.stats_of(path, iou_type)
             print(f"eval {path} {iou_type}: AP {stats['AP']:.4f}, AP50 {stats['AP50']:.4f}")
 
-    # 4. Predict on one image. The checkpoint carries the class names and the training size.
-    from lucidyolo.engine.predict import run_predict
+    # 4. Predict on one image (a path, a folder, a glob, a numpy RGB array or a PIL image).
+    #    Tensors are in the image's own pixels; the checkpoint carries class names and training size.
+    image = args.image or open_source(data_root, "val", model.spec.fields).image_path(0)
+    (one,) = model.predict(image, conf=args.conf)
+    print(f"{len(one)} detection(s) at conf >= {args.conf} in {image} ({one.width}x{one.height})")
+    assert one.boxes is not None and one.scores is not None and one.labels is not None
+    for box, score, label in zip(one.boxes[:5].tolist(), one.scores[:5].tolist(), one.labels[:5].tolist(), strict=True):
+        print(f"  {one.names[label]} {score:.3f} box {[round(v, 2) for v in box]}")  # x1, y1, x2, y2
+    drawn = one.save(workdir / "prediction.jpg")  # the task's drawing; one.plot() is the same as an array
+    print(f"drawn: {drawn}")
 
-    image = args.image or open_source(data_root, "val", spec.fields).image_path(0)
-    (one,) = run_predict(best, str(image), conf=args.conf)
-    print(f"{len(one['predictions'])} detection(s) at conf >= {args.conf} in {image} ({one['width']}x{one['height']})")
-    for p in one["predictions"][:5]:
-        print(f"  {p['name']} {p['score']:.3f} box {p['box']}")  # box: x1, y1, x2, y2 in image pixels
+    # 5. Export the deployed graph (trunk + o2o branch + top-k) to ONNX, beside the checkpoint.
+    onnx = model.export("onnx")
+    print(f"onnx: {onnx.path} (outputs {', '.join(onnx.details['outputs'])})")
 
-    # 5. Fine-tune: the same config with `model.weights` (here the run folder: its best checkpoint),
-    #    the backbone frozen for the first epoch. result["transfer"] is the run's transfer.json.
+    # 6. Fine-tune: a loaded model (here the run folder: its best checkpoint) starts from its weights
+    #    (`model.weights`), the backbone frozen for the first epoch. tuned.transfer is transfer.json.
     if args.finetune_epochs:
-        tuned_cfg = cfg.model_copy(update={
-            "model": cfg.model.model_copy(update={"weights": str(run_dir), "freeze": "backbone", "freeze_epochs": 1}),
-            "trainer": cfg.trainer.model_copy(update={"max_epochs": args.finetune_epochs}),
-        })
-        tuned = run_fit(spec, tuned_cfg)
-        print(f"fine-tuned into {tuned['run_dir']}: {tuned['transfer']['summary']}")
+        tuned = Model.load(fit.run_dir).fit(
+            data_root, config="det_nano_smoke.yaml", data=data,
+            trainer={**trainer, "max_epochs": args.finetune_epochs},
+            model={"freeze": "backbone", "freeze_epochs": 1},
+        )
+        assert tuned.transfer is not None
+        print(f"fine-tuned into {tuned.run_dir}: {tuned.transfer['summary']}")
     return 0
 
 

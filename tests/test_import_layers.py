@@ -22,9 +22,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "lucidyolo"
 # on an entry whose cycle no longer exists, so this set can only shrink.
 ALLOWED_BACK_EDGES: set[tuple[str, str]] = set()
 
-# Layers below the task/engine layer: plain typed arguments in, no CLI, no runner.
+# Layers below the task/engine layer: plain typed arguments in, no CLI, no runner, no Python API.
 LOWER_LAYERS = ("models", "assign", "losses", "structures", "data", "metrics", "decode")
-UPPER_LAYERS = ("lucidyolo.cli", "lucidyolo.engine")
+UPPER_LAYERS = ("lucidyolo.cli", "lucidyolo.engine", "lucidyolo.api")
 
 
 def module_files(package_dir: Path) -> dict[str, tuple[Path, bool]]:
