@@ -7,7 +7,9 @@ never import torch or Lightning.
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -79,10 +81,10 @@ def main() -> None:
                              "Run the command again: the files it had finished are whole (each is written to a "
                              "temporary file and renamed), the rest were not started."),
         ))
-        sys.exit(stop.exit_code)
+        _exit_after_stop(stop.exit_code)
     except KeyboardInterrupt:
         print_user_error(UserError("Interrupted.", fix="Resume a training run with `lucid fit TASK --resume RUN_DIR`."))
-        sys.exit(130)
+        _exit_after_stop(130)
     except OSError as exc:
         from lucidyolo.engine.disk_errors import write_fault_error
 
@@ -91,6 +93,28 @@ def main() -> None:
             raise
         print_user_error(err)
         sys.exit(err.exit_code)
+
+
+def _exit_after_stop(code: int) -> NoReturn:
+    """Exit after a stop signal: exit handlers and stream flushes run, the interpreter's final collection does not.
+
+    The run's own teardown (checkpoint, loggers, loader workers) has already
+    happened on the exception path. What remains is an interrupted run's
+    object graph (loader iterators, trainer, tensors in flight); in CI a fit
+    stopped by SIGINT printed its message and then hung for minutes inside
+    that final garbage collection (no Python frame on the stack). The atexit
+    handlers still run (they remove shared-memory segments, end the workers
+    of multiprocessing and flush the logging module); ``os._exit`` skips
+    only the collection.
+    """
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say on it
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

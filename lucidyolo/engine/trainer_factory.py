@@ -8,6 +8,9 @@ from lucidyolo.config.schema import RunConfig
 from lucidyolo.engine.run_dir import RunDir
 from lucidyolo.tasks.api import TaskSpec
 
+TB_FLUSH_SECS = 5
+"""TensorBoard event-file flush interval (s): also the longest a stopped run waits for its writer thread."""
+
 
 def uses_cuda(cfg: RunConfig) -> bool:
     import torch
@@ -115,7 +118,12 @@ def make_trainer(
     from lucidyolo.engine.interrupt import StopLoadersOnException
     from lucidyolo.engine.rng_state import RNGStateCallback
 
-    tb = TensorBoardLogger(save_dir=str(run.root), name="", version=run.version, default_hp_metric=False)
+    # flush_secs bounds how long closing the writer can wait. A stop signal raises in the main thread
+    # between any two bytecodes, also inside the writer queue's notify(); a wake-up lost there left
+    # the writer thread asleep for its whole flush interval (120 s by default) while Lightning's
+    # interrupt path joined it: Ctrl-C took two minutes (seen in CI and reproduced under load).
+    tb = TensorBoardLogger(save_dir=str(run.root), name="", version=run.version, default_hp_metric=False,
+                           flush_secs=TB_FLUSH_SECS)
     csv = CSVLogger(save_dir=str(run.root), name="", version=run.version)
     checkpoint_cb = ModelCheckpoint(
         dirpath=run.path / "checkpoints", filename="best", monitor=spec.metrics.monitor, mode="max",
