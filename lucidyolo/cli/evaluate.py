@@ -8,7 +8,7 @@ import typer
 
 
 def evaluate(
-    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`."),
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`, or its run folder (best.ckpt, else last.ckpt)."),
     data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (default: the run's)."),
     split: str = typer.Option("val", "--split", help="Split to score."),
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Score the EMA weights (default) or the raw ones."),

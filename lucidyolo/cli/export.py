@@ -8,7 +8,7 @@ import typer
 
 
 def export(
-    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`."),
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`, or its run folder (best.ckpt, else last.ckpt)."),
     fmt: str = typer.Option(
         "onnx", "--format", help="onnx (the deployed graph) or weights (a slim file for --model.weights, eval, predict)."
     ),

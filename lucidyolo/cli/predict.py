@@ -10,7 +10,7 @@ import typer
 
 
 def predict(
-    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`."),
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`, or its run folder (best.ckpt, else last.ckpt)."),
     source: str = typer.Option(..., "--source", help="Image, folder or (quoted) glob."),
     conf: float = typer.Option(0.25, "--conf", help="Confidence threshold."),
     decoder: str = typer.Option("e2e", "--decoder", help="e2e (one-to-one top-k) or nms."),

@@ -67,6 +67,10 @@ def run_eval(
     from lucidyolo.engine.restore import restore
     from lucidyolo.metrics.coco_eval import save_results_json
 
+    if Path(checkpoint).is_dir():  # a run folder: the report names (and hashes) the file it scored
+        from lucidyolo.engine.weights_source import checkpoint_in
+
+        checkpoint = checkpoint_in(Path(checkpoint), "--checkpoint")
     restored = restore(checkpoint, ema=ema, task=task)
     spec, cfg = restored.spec, restored.config
     if spec.evaluate is None or spec.decode is None:
