@@ -182,6 +182,6 @@ def refuse_untiled_scenes(source: ImageSource, img_size: int) -> None:
         f"{big} of {len(source)} images in {source.name or source.root} are larger than the training size "
         f"{img_size} px (the largest, {source.image_path(worst).name}, is {w} x {h}): these are whole DOTA scenes.",
         why="training reads tiles, never whole scenes: letterboxing a scene shrinks its small objects to a few pixels.",
-        fix=f"Cut them into tiles first: `lucid data tile dota --root <DOTA root> --out <tiles> --patch {img_size}`, "
+        fix=f"Cut them into tiles first: `lucid data tile dota --data-root <DOTA root> --out <tiles> --patch {img_size}`, "
             "then train on `--data-root <tiles>`.",
     )

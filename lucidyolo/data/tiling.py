@@ -324,7 +324,7 @@ def open_scene(path: Path) -> Image.Image:
                 return Image.fromarray(pil_to_rgb8(im, path))
             return im.convert("RGB")
     except FileNotFoundError:
-        raise DataError(f"Scene image {path} does not exist.", fix="Check the --root path.") from None
+        raise DataError(f"Scene image {path} does not exist.", fix="Check the --data-root path.") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise DataError(
             f"Scene image {path} cannot be decoded ({exc}).",
@@ -429,7 +429,7 @@ def find_splits(root: Path, splits: Sequence[str]) -> list[SplitInput]:
         if not s or s.startswith(".") or "/" in s or "\\" in s or s == "annotations":
             raise DataError(f"Split name {s!r} cannot be used as a folder name.", fix="Use names such as train, val.")
     if not root.is_dir():
-        raise DataError(f"DOTA root {root} does not exist or is not a folder.", fix="Check the --root path.")
+        raise DataError(f"DOTA root {root} does not exist or is not a folder.", fix="Check the --data-root path.")
     flat = (root / "images").is_dir() and (root / "labelTxt").is_dir()
     nested = any((root / s / "images").is_dir() for s in splits)
     if flat and not nested:
@@ -449,7 +449,7 @@ def find_splits(root: Path, splits: Sequence[str]) -> list[SplitInput]:
                 raise DataError(
                     f"Split {s!r}: {missing} is missing.",
                     why=f"looked for {root / s / 'images'}/ + {root / s / 'labelTxt'}/ (or a flat {root / 'images'}/ + {root / 'labelTxt'}/ with one split).",
-                    fix="Check --root and --splits; an unlabelled split needs an empty labelTxt/ folder.",
+                    fix="Check --data-root and --splits; an unlabelled split needs an empty labelTxt/ folder.",
                 )
             dirs.append((s, img_dir, lab_dir))
     out = []

@@ -258,8 +258,11 @@ class TaskSpec:
     (``polygons``, ``rboxes``, ``keypoints`` + ``visibility``, or a plugin's own);
     ``meta_keys`` the dataset meta it needs (saved in checkpoints);
     ``reference_meta`` the meta that builds a model without a dataset (``lucid
-    model summary``: the size the paper reports, e.g. 17 keypoints). ``eval_img_size``
-    and ``eval_batch_size`` are ``lucid eval``'s defaults. ``presets_package``
+    model summary``: the size the paper reports, e.g. 17 keypoints).
+    ``eval_batch_size`` is ``lucid eval``'s default batch; ``eval_img_size`` is
+    no longer read (``lucid eval`` scores at the run's own ``data.img_size``,
+    the size it was trained and validated at) and stays only so that plugins
+    written for API 2.0 that set it still load; it goes in API 3.0. ``presets_package``
     names an importable package whose ``presets/`` folder holds the task's own
     YAML presets (found by bare name like the packaged ones). See the module
     docstring for each hook's contract and tensor shapes.

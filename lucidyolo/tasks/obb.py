@@ -47,7 +47,6 @@ SPEC = TaskSpec(
         summary=("val/rotated_mAP50-95", "val/rotated_mAP50"),
         columns={"val/rotated_mAP50": "metrics/mAP50(R)", "val/rotated_mAP50-95": "metrics/mAP50-95(R)"},
     ),
-    eval_img_size=1024,
     eval_batch_size=8,
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),

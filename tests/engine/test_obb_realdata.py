@@ -41,7 +41,7 @@ def test_untiled_scenes_are_refused_with_the_tiling_command(tmp_path, lucid):
 def test_tile_fit_eval_on_dota_v1_examples(tmp_path, lucid):
     tiles = tmp_path / "tiles"
     for split in ("train", "val"):  # the examples are one flat set of scenes: tiled once per split name
-        r = lucid("data", "tile", "dota", "--root", str(ROOT / "dota_v1_examples"), "--out", str(tiles),
+        r = lucid("data", "tile", "dota", "--data-root", str(ROOT / "dota_v1_examples"), "--out", str(tiles),
                   "--splits", split, "--patch", "1024", "--overlap", "200", "--workers", "2", "--json")
         assert r.returncode == 0, r.stderr[-3000:]
     r = lucid("fit", "obb", "--data-root", str(tiles), *ONE_EPOCH, "--data.img_size", "512",
@@ -74,7 +74,7 @@ def test_whole_scenes_rebuilt_from_tiles_hold_every_labelled_object_once(tmp_pat
     from lucidyolo.tasks.obb_hooks import tile_windows
 
     scenes = ROOT / "dota_v1_examples"
-    r = lucid("data", "tile", "dota", "--root", str(scenes), "--out", str(tmp_path), "--splits", "val")
+    r = lucid("data", "tile", "dota", "--data-root", str(scenes), "--out", str(tmp_path), "--splits", "val")
     assert r.returncode == 0, r.stderr[-3000:]
     src = open_source(tmp_path, "val", ("rboxes",))
     gts = [(t.rboxes.astype(np.float64), t.labels, t.difficult) for t in map(src.targets, range(len(src)))]

@@ -263,7 +263,7 @@ def _dota() -> Path:
 
 
 def _tile_args(root: Path, out: Path) -> tuple[str, ...]:
-    return ("data", "tile", "dota", "--root", str(root), "--out", str(out), "--splits", "train", "--patch", "512",
+    return ("data", "tile", "dota", "--data-root", str(root), "--out", str(out), "--splits", "train", "--patch", "512",
             "--overlap", "100")
 
 

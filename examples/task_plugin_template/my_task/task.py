@@ -64,7 +64,6 @@ SPEC = TaskSpec(
     # What build_metric's compute() returns, with a val/ prefix; `primary` selects best.ckpt.
     metrics=MetricSpec(keys=("val/score",), primary="val/score"),
     # `lucid eval` defaults when --img-size / --batch-size are not given.
-    eval_img_size=640,
     eval_batch_size=32,
     # Optional: a reader for a dataset layout of your own (else COCO / YOLO / DOTA roots).
     read_split=_hook("read_split"),

@@ -36,7 +36,6 @@ SPEC = TaskSpec(
     default_preset="cls_nano_synthetic.yaml",
     synthetic_preset="cls_nano_synthetic.yaml",
     presets_package="lucidyolo_cls",
-    eval_img_size=224,
     eval_batch_size=32,
     read_split=lazy_hook("lucidyolo_cls.folders:read_class_folders"),
     make_synthetic=lazy_hook("lucidyolo_cls.synthetic:make_synthetic"),
