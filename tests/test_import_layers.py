@@ -185,3 +185,10 @@ def test_lower_layers_never_read_the_config(graph, layer):
         for m in graph if m == prefix or m.startswith(prefix + ".")
     }
     assert not {m: ts for m, ts in readers.items() if ts}
+
+
+def test_config_never_imports_the_task_layer(graph):
+    """Tasks build on the schema (``TaskSpec.run_config``); resolution takes the spec as an argument."""
+    mods = [m for m in graph if m == "lucidyolo.config" or m.startswith("lucidyolo.config.")]
+    bad = {m: sorted(t for t in reachable(graph, m) if t.startswith("lucidyolo.tasks")) for m in mods}
+    assert mods and not {m: ts for m, ts in bad.items() if ts}

@@ -231,7 +231,9 @@ class Model:
                     and not (isinstance(data, dict) and any(k in data for k in _DATA_SOURCE_KEYS)))
         if embedded:  # the embedded default of `lucid fit TASK`: a short recipe on the task's synthetic set
             configs = [spec.synthetic_preset]  # type: ignore[list-item]
-        cfg = resolve_config(spec, configs, merged, root)
+        from lucidyolo.tasks.registry import get_task
+
+        cfg = resolve_config(spec, configs, merged, root, get_task=get_task)
         missing = spec.missing_hooks(*spec.FIT_HOOKS)
         if missing:
             raise NotAvailableError(

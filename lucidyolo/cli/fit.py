@@ -60,7 +60,7 @@ def fit(
     )
     if embedded:  # the embedded default: a short recipe on the built-in synthetic set
         config = [spec.synthetic_preset]  # type: ignore[list-item]
-    cfg = resolve_config(spec, config, overrides, data_root)
+    cfg = resolve_config(spec, config, overrides, data_root, get_task=get_task)
     if print_config:
         console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
         return

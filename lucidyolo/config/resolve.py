@@ -1,33 +1,42 @@
 """Resolve a run configuration: defaults < packaged presets < user files < CLI overrides.
 
 Two-phase validation: ``model.task`` (or the CLI's TASK) picks the task plugin,
-then the whole config is validated with the plugin's model for the ``model``
-section. Cross-field rules come from the task's declared capabilities.
+then the whole config is validated by the task's run config class
+(``TaskSpec.run_config``: the plugin's model for the ``model`` section, and the
+rules between fields as the schema's validators). This module does not import
+the task layer: the caller hands the spec in.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 
 from lucidyolo.config.overrides import deep_merge
 from lucidyolo.config.presets import load_config_source
-from lucidyolo.config.schema import RunConfig
+from lucidyolo.config.schema import RULE_ERROR, RunConfig
 from lucidyolo.errors import ConfigError
-from lucidyolo.tasks.api import TaskSpec
-
-_MULTI_PROCESS_STRATEGIES = ("ddp", "fsdp", "deepspeed")
 
 
-def run_config_class(spec: TaskSpec) -> type[RunConfig]:
-    """``RunConfig`` whose ``model`` section is validated by the task's own model."""
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        f"RunConfig_{spec.name}", __base__=RunConfig, model=(spec.config_model, ...)
-    )
+class TaskConfigSource(Protocol):
+    """What resolution reads of a task (a ``TaskSpec`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+    @property
+    def presets_package(self) -> str | None: ...
+
+    @property
+    def run_config(self) -> type[RunConfig]: ...
 
 
 def _section_class(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -62,7 +71,16 @@ def _suggest(root: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
 
 
 def format_validation_error(exc: ValidationError, root: type[BaseModel]) -> ConfigError:
-    """One ConfigError listing every problem with its full dotted key."""
+    """One ConfigError listing every problem with its full dotted key.
+
+    A broken rule between fields (:func:`lucidyolo.config.schema.rule_error`) is its own
+    ConfigError with the rule's what, why and fix: an after-validator runs only once every
+    field is valid, so it never comes with other errors.
+    """
+    for err in exc.errors():
+        if err["type"] == RULE_ERROR:
+            ctx = err.get("ctx") or {}
+            return ConfigError(str(ctx["what"]), why=str(ctx["why"]), fix=str(ctx["fix"]))
     lines: list[str] = []
     unknown = missing = False
     for err in exc.errors():
@@ -93,58 +111,30 @@ def format_validation_error(exc: ValidationError, root: type[BaseModel]) -> Conf
     return ConfigError(what, why=why, fix=fix)
 
 
-def _device_count(devices: int | str | list[int]) -> int | None:
-    """Number of devices a Trainer would use, None for 'auto' (decided by the machine)."""
-    if isinstance(devices, list):
-        return len(devices)
-    if isinstance(devices, int):
-        return devices
-    text = devices.strip()
-    if text == "auto":
-        return None
-    if "," in text:
-        return len([p for p in text.split(",") if p.strip()])
+def validate_config(spec: TaskConfigSource, config: Mapping[str, Any] | RunConfig, trains: bool = True) -> RunConfig:
+    """``config`` validated by the task's run config class, pydantic's errors as one ConfigError.
+
+    Args:
+        spec: the task.
+        config: a merged mapping (a resolved config, a checkpoint's, ``config.yaml``'s) or a config
+            object built in Python (validated again: an assignment to a nested section is not checked
+            against the rules between sections).
+        trains: False for a config that will not train (a checkpoint restored for eval, predict or
+            export): the single-process rule then brings it to one device instead of refusing it.
+
+    Raises:
+        ConfigError: an unknown key, a bad value, a broken rule.
+    """
+    cls = spec.run_config
+    raw = config.model_dump() if isinstance(config, RunConfig) else config
     try:
-        return int(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"`trainer.devices` = {devices!r} is not understood.",
-            fix="Use an integer count, a list of indices, a comma-separated string or 'auto'.",
-        ) from exc
-
-
-def apply_cross_field_rules(cfg: RunConfig, spec: TaskSpec) -> RunConfig:
-    """Refuse combinations the task cannot honour; returns the (possibly adjusted) config."""
-    if not spec.capabilities.multi_device:
-        why = (
-            f"task {spec.name!r} declares multi_device=False: its epoch metric ranks every detection of the "
-            "split together and is not gathered across ranks, so each rank would report a per-rank number "
-            "that looks plausible and is wrong."
-        )
-        count = _device_count(cfg.trainer.devices)
-        if count is None:
-            cfg.trainer.devices = 1  # 'auto' would take every GPU of the machine
-        elif count != 1:
-            asks = "every device of the machine" if count == -1 else f"{count} devices"
-            raise ConfigError(
-                f"`trainer.devices` = {cfg.trainer.devices!r} asks for {asks}, but task "
-                f"{spec.name!r} trains on exactly one.",
-                why=why,
-                fix="Set `--trainer.devices 1` (and a larger batch size if you want more throughput).",
-            )
-        strategy = cfg.trainer.strategy.lower()
-        if any(s in strategy for s in _MULTI_PROCESS_STRATEGIES) or cfg.trainer.num_nodes != 1:
-            raise ConfigError(
-                f"`trainer.strategy` = {cfg.trainer.strategy!r} / `trainer.num_nodes` = "
-                f"{cfg.trainer.num_nodes} starts several processes, but task {spec.name!r} trains in one.",
-                why=why,
-                fix="Use `--trainer.strategy auto --trainer.num_nodes 1`.",
-            )
-    return cfg
+        return cls.model_validate(raw, context={"trains": trains})
+    except ValidationError as exc:
+        raise format_validation_error(exc, cls) from None
 
 
 def resolve_config(
-    spec: TaskSpec,
+    spec: TaskConfigSource,
     configs: list[str] | None = None,
     overrides: dict[str, Any] | None = None,
     data_root: Path | None = None,
@@ -157,7 +147,9 @@ def resolve_config(
         configs: preset names and/or file paths; presets are applied before files.
         overrides: nested CLI overrides (highest precedence).
         data_root: ``--data-root`` (same precedence as overrides).
-        get_task: resolver for a ``model.task`` found in a config (defaults to the registry).
+        get_task: resolver (the registry's ``get_task``) for a ``model.task`` found in a config that is
+            neither the task's name nor an alias, to name that task in the error; without it the name is
+            quoted as written.
 
     Raises:
         ConfigError: unknown keys, bad values, a config for another task, a rule violation.
@@ -175,24 +167,15 @@ def resolve_config(
     if model is not None and not isinstance(model, dict):
         raise ConfigError("The `model` section must be a mapping.", fix="Write `model:` followed by keys.")
     asked = (model or {}).get("task")
-    if asked is not None:
-        if get_task is None:
-            from lucidyolo.tasks.registry import get_task
-        other = get_task(str(asked))
-        if other.name != spec.name:
-            raise ConfigError(
-                f"The configuration sets `model.task` = {asked!r}, but the command trains {spec.name!r}.",
-                why="a config written for one task would silently change what another task trains.",
-                fix=f"Use a config for {spec.name!r}, or run `lucid fit {other.name}`.",
-            )
+    if asked is not None and str(asked) not in (spec.name, *spec.aliases):
+        other = get_task(str(asked)).name if get_task is not None else str(asked)
+        raise ConfigError(
+            f"The configuration sets `model.task` = {asked!r}, but the command trains {spec.name!r}.",
+            why="a config written for one task would silently change what another task trains.",
+            fix=f"Use a config for {spec.name!r}, or run `lucid fit {other}`.",
+        )
     merged = deep_merge(merged, {"model": {"task": spec.name}})
-
-    cls = run_config_class(spec)
-    try:
-        cfg = cls.model_validate(merged)
-    except ValidationError as exc:
-        raise format_validation_error(exc, cls) from None
-    return apply_cross_field_rules(cfg, spec)
+    return validate_config(spec, merged)
 
 
 def config_to_yaml(cfg: RunConfig) -> str:

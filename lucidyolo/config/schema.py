@@ -6,16 +6,29 @@ with a did-you-mean that names the full dotted key.
 
 Task plugins extend :class:`ModelConfig` with their own options (two-phase
 validation: ``model.task`` picks the plugin, the plugin's model validates the
-``model`` section).
+``model`` section). Rules that compare fields live here too, as validators of
+the run config class each task builds (:func:`run_config_class`): every path
+that makes a config (the CLI, ``--resume``, checkpoint restore, Python) passes
+through them, not only the CLI's resolution.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 Variant = Literal["n", "s", "m", "l", "x"]
 
@@ -157,11 +170,43 @@ class DataConfig(StrictModel):
         return v
 
 
+def device_count(devices: int | str | list[int]) -> int | None:
+    """How many devices ``trainer.devices`` asks for: a count, -1 for every device of the machine, None for
+    'auto' (the accelerator decides: every GPU, one CPU).
+
+    The one reader of the key's forms (an int, a list of indices, a string count, a comma-separated list of
+    indices, ``"-1"``, ``"auto"``): the schema's rules and the engine's processes-per-host both ask here, so
+    ``[0, 1]``, ``"0,1"`` and ``2`` mean the same everywhere.
+
+    Raises:
+        ValueError: a value Lightning would refuse too (a word, a count of 0 or below -1).
+    """
+    if isinstance(devices, list):
+        return len(devices)
+    text = str(devices).strip()
+    if text == "auto":
+        return None
+    if "," in text:  # Lightning's indices string: "0,1" is two devices, "0," device 0
+        return len([p for p in text.split(",") if p.strip()])
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count == 0 or count < -1:
+        raise ValueError(
+            "is not a device count; use a number (2), -1 for every device, a list of indices ([0, 1]), "
+            "a comma-separated string ('0,1') or 'auto'"
+        )
+    return count
+
+
 class TrainerConfig(StrictModel):
     """The subset of Lightning ``Trainer`` arguments we support."""
 
     max_epochs: int = Field(50, gt=0)
-    devices: int | str | list[int] = "auto"
+    devices: int | str | list[int] = Field(
+        "auto", description="a count, -1 (every device), indices ([0, 1] or '0,1') or 'auto'"
+    )
     accelerator: str = "auto"
     strategy: str = "auto"
     num_nodes: int = Field(1, gt=0)
@@ -178,6 +223,12 @@ class TrainerConfig(StrictModel):
     check_val_every_n_epoch: int = Field(1, gt=0)
     log_every_n_steps: int = Field(10, gt=0)
 
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, v: int | str | list[int]) -> int | str | list[int]:
+        device_count(v)  # refuses what no Trainer understands; the value stays as written
+        return v
+
 
 class RunConfig(StrictModel):
     """A whole run: ``model``, ``data``, ``trainer`` and ``seed``."""
@@ -187,3 +238,71 @@ class RunConfig(StrictModel):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     """numpy's and torch's seeding take 0 .. 2**32 - 1; a negative seed used to pass here and crash in seeding."""
+
+    multi_device: ClassVar[bool] = True
+    """False when the task's capabilities say it trains in one process (set by :func:`run_config_class`)."""
+
+    @model_validator(mode="after")
+    def _one_process(self, info: ValidationInfo) -> RunConfig:
+        """A task with ``multi_device=False`` asks for one device in one process.
+
+        'auto' becomes 1: Lightning's 'auto' takes every GPU, which would refuse the
+        default config on any multi-GPU machine. A config that does not train
+        (validation context ``{"trains": False}``: a checkpoint restored for eval,
+        predict or export) is brought to one process instead of refused: how the
+        run was trained says nothing about how its model is used.
+        """
+        if type(self).multi_device:
+            return self
+        t, task = self.trainer, self.model.task
+        count = device_count(t.devices)
+        several = any(s in t.strategy.lower() for s in _MULTI_PROCESS_STRATEGIES) or t.num_nodes != 1
+        if not (info.context or {}).get("trains", True) and (count != 1 or several):
+            t.devices, t.strategy, t.num_nodes = 1, "auto", 1
+            return self
+        if count is None:
+            t.devices = 1
+            count = 1
+        why = (
+            f"task {task!r} declares multi_device=False: its epoch metric ranks every detection of the split "
+            "together and is not gathered across ranks, so each rank would report a per-rank number that looks "
+            "plausible and is wrong."
+        )
+        if count != 1:
+            asks = "every device of the machine" if count == -1 else f"{count} devices"
+            raise rule_error(
+                f"`trainer.devices` = {t.devices!r} asks for {asks}, but task {task!r} trains on exactly one.",
+                why=why, fix="Set `trainer.devices` to 1 (and a larger batch size if you want more throughput).",
+            )
+        if several:
+            raise rule_error(
+                f"`trainer.strategy` = {t.strategy!r} / `trainer.num_nodes` = {t.num_nodes} starts several "
+                f"processes, but task {task!r} trains in one.",
+                why=why, fix="Set `trainer.strategy` to auto and `trainer.num_nodes` to 1.",
+            )
+        return self
+
+
+_MULTI_PROCESS_STRATEGIES = ("ddp", "fsdp", "deepspeed")
+
+RULE_ERROR = "config_rule"
+"""pydantic error type of a rule between fields; its context holds the rule's ``what``, ``why`` and ``fix``."""
+
+
+def rule_error(what: str, why: str, fix: str) -> PydanticCustomError:
+    """A broken rule as a pydantic error: a ``ValidationError`` in Python (its message says what and how to
+    fix it), one :class:`~lucidyolo.errors.ConfigError` with all three parts through
+    :func:`lucidyolo.config.resolve.format_validation_error`."""
+    return PydanticCustomError(RULE_ERROR, "{what} Fix: {fix}", {"what": what, "why": why, "fix": fix})
+
+
+@cache
+def run_config_class(task: str, model: type[ModelConfig], multi_device: bool = True) -> type[RunConfig]:
+    """The run config class of a task: ``model`` validates the ``model`` section, ``multi_device`` switches
+    the single-process rule on (``TaskSpec.run_config`` passes the task's capabilities).
+
+    Cached, so that one task's configs are instances of one class.
+    """
+    cls: Any = create_model(f"RunConfig_{task}", __base__=RunConfig, model=(model, ...))
+    cls.multi_device = multi_device
+    return cls  # type: ignore[no-any-return]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.config.schema import RunConfig
+from lucidyolo.config.schema import RunConfig, device_count
 from lucidyolo.data.layouts import open_source
 from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import ConfigError, DataError
@@ -164,17 +164,11 @@ def local_ranks(cfg: RunConfig, cuda: bool) -> int:
     """Training processes per host (they share its /dev/shm): the devices per node, or ``LOCAL_WORLD_SIZE`` if larger."""
     from lucidyolo.data.shm import local_world_size
 
-    devices = cfg.trainer.devices
-    if isinstance(devices, list):
-        count = len(devices)
-    elif isinstance(devices, int) or (isinstance(devices, str) and devices.isdigit()):
-        count = int(devices)
-    elif cuda:  # "auto" / "-1" take every GPU
+    count = device_count(cfg.trainer.devices)
+    if count is None or count == -1:  # "auto" / -1 take every GPU, one CPU process
         import torch
 
-        count = torch.cuda.device_count()
-    else:
-        count = 1
+        count = torch.cuda.device_count() if cuda else 1
     return max(1, count, local_world_size())
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lucidyolo.config.resolve import config_to_yaml, run_config_class
+from lucidyolo.config.resolve import config_to_yaml, validate_config
 from lucidyolo.config.schema import RunConfig
 from lucidyolo.engine.disk_errors import disk_error, writing
 from lucidyolo.engine.run_dir import refuse_finished
@@ -66,7 +66,15 @@ def should_compile(requested: bool, spec: TaskSpec, cuda: bool) -> bool:
     return False
 
 
-def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any]) -> RunConfig:
+def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any], run_path: Path | None = None,
+                           checkpoint: Path | None = None) -> RunConfig:
+    """The config ``--resume`` continues with: the one stored in the checkpoint (not the run's ``config.yaml``),
+    validated like any other, the task's rules included.
+
+    Raises:
+        UserError: a checkpoint without a lucid config, or of another task.
+        ConfigError: a config the schema refuses (say, an obb run asking for 2 devices), before anything runs.
+    """
     raw = dict(ckpt.get("lucid", {}).get("config") or {})
     raw.pop("num_classes_resolved", None)
     if not raw:
@@ -76,7 +84,17 @@ def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any]) -> RunConfig:
         raise ConfigError(
             f"The checkpoint was trained for task {task!r}, not {spec.name!r}.", fix=f"Run `lucid fit {task} --resume ...`."
         )
-    return run_config_class(spec).model_validate(raw)
+    try:
+        return validate_config(spec, raw)
+    except ConfigError as exc:
+        run, weights = run_path or "RUN", checkpoint or "CHECKPOINT"
+        raise ConfigError(
+            f"{exc.what} `--resume` continues with the config stored in {weights}.",
+            why=exc.why,
+            fix=(f"{exc.fix} `--resume` takes no override; start a new run from the checkpoint's weights instead: "
+                 f"`lucid fit {spec.name} --config {run}/config.yaml --model.weights {weights}`, the corrected key "
+                 "as an override."),
+        ) from None
 
 
 def start_from_weights(
@@ -179,8 +197,10 @@ def _fit(
     run = run_dir_for(spec.name, cfg, resume) if resume is not None else None
     if run is not None and run.checkpoint is not None:
         ckpt = load_checkpoint(run.checkpoint)  # refuses unsafe files first
-        cfg = config_from_checkpoint(spec, ckpt)
+        cfg = config_from_checkpoint(spec, ckpt, run.path, run.checkpoint)
         refuse_finished(spec.name, run.path, ckpt, cfg)
+    else:  # a config built or changed in Python meets the task's rules as a resolved one does
+        cfg = validate_config(spec, cfg)
 
     check_accelerator(cfg)
     data_root = data_root_of(spec, cfg)

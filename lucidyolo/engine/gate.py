@@ -47,7 +47,7 @@ def run_overfit_gate(
     root = spec.make_synthetic(work / "data", n, size, 0)
     fixed = {"data": {"img_size": size, "val_split": "train"},
              "trainer": {"max_epochs": e, "default_root_dir": str(work / "runs"), "check_val_every_n_epoch": e}}
-    cfg = resolve_config(spec, [gate.preset], deep_merge(overrides or {}, fixed), data_root=root)
+    cfg = resolve_config(spec, [gate.preset], deep_merge(overrides or {}, fixed), data_root=root, get_task=get_task)
     try:
         result = run_fit(spec, cfg, log=log, progress_bar=progress_bar)
     except RunInterrupted as stop:

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import nn
 
-from lucidyolo.config.resolve import run_config_class
+from lucidyolo.config.resolve import validate_config
 from lucidyolo.config.schema import RunConfig
 from lucidyolo.engine.checkpoint import load_checkpoint
 from lucidyolo.errors import ConfigError, UserError
@@ -61,7 +61,9 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
             why="scoring a model with another task's protocol gives a meaningless number.",
             fix="Drop --task (the checkpoint knows its task).",
         )
-    cfg = run_config_class(spec).model_validate(raw)
+    # Restoring never trains: the single-process rule brings a config that asks for several devices to one
+    # instead of refusing to evaluate the model (docs/DECISIONS.md, "Config rules in the schema").
+    cfg = validate_config(spec, raw, trains=False)
     if spec.build_model is None:
         raise UserError(
             f"Task {spec.name!r} provides no build_model hook; its checkpoints cannot be loaded.",

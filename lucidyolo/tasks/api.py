@@ -117,7 +117,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lucidyolo.config.schema import ModelConfig
+from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
 
 PLUGIN_API_VERSION: tuple[int, int] = (2, 1)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
@@ -306,6 +306,13 @@ class TaskSpec:
 
     FIT_HOOKS = ("build_model", "build_criterion", "decode", "build_metric", "metric_update")
     """The hooks ``lucid fit`` needs."""
+
+    @property
+    def run_config(self) -> type[RunConfig]:
+        """The task's run config class: ``config_model`` validates the ``model`` section, and the schema's
+        rules that follow from the capabilities (one device and one process when ``multi_device`` is False)
+        are its validators, so every config of the task (CLI, ``--resume``, restore, Python) meets them."""
+        return run_config_class(self.name, self.config_model, self.capabilities.multi_device)
 
     @property
     def trainable(self) -> bool:
