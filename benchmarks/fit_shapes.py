@@ -1,20 +1,27 @@
-"""The laptop-CPU training benchmark: ``lucid fit det`` on the shapes set at its defaults; prints ONE JSON line.
+"""The laptop-CPU training benchmark: ``lucid fit TASK`` on a small set at its defaults; prints ONE JSON line.
 
-Runs the real console script on ``../shared/data/shapes`` (64 train / 16 val images
-of coloured shapes made outside this project) at 320 px, batch 8, 30 epochs and
-every other setting at its default, as a user would type it, and reads what the
-run prints (one line per epoch when stdout is a pipe) and writes (results.csv):
+Runs the real console script at 320 px, batch 8, 30 epochs and every other
+setting at its default, as a user would type it. ``--task det`` (the default)
+trains on ``../shared/data/shapes`` (64 train / 16 val images of coloured shapes
+made outside this project); any other task (``seg``, ``obb``, ``keypoints``, a
+plugin's), or det with ``--synthetic``, on 80 images of the task's own synthetic
+set (its ``make_synthetic`` hook, seed 0, drawn at 320 px: 64 train / 16 val), so
+the tasks' loops compare per image on sets of one size. It reads what the run
+prints (one line per epoch when stdout is a pipe) and writes (results.csv):
 
 - ``wall_s``: the whole command, process start to exit;
 - ``time_to_first_step_s``: process start to the "first training step done" line;
 - ``train_img_per_s``: mean training-loop images/s over epochs 2..E (epoch 1 pays the start-up);
 - ``val_s_per_epoch``: mean validation time per epoch;
-- ``map50_95``, ``map50``: the last epoch's validation metrics;
+- ``metric``, ``value``: the task's primary validation metric after the last epoch (the
+  run's closing ``done:`` line; e.g. ``val/mAP50-95``, ``val/segm_mAP50-95``, ``val/oks_mAP``);
+- ``map50_95``, ``map50``: the last epoch's box metrics, where the task has them;
 - ``machine_matmul_gflops``: float32 1024^3 matmul throughput at the run's thread
   count, measured before the run (machines of one "2-core" class have differed
   by 2x and more: compare wall times across machines only through this).
 
-Usage: ``python benchmarks/fit_shapes.py [--data-root DIR] [--epochs 30] [--extra "--model.lr 0.04 ..."]``.
+Usage: ``python benchmarks/fit_shapes.py [--task det] [--synthetic] [--data-root DIR] [--epochs 30]
+[--extra "--model.lr 0.04 ..."]``.
 """
 
 from __future__ import annotations
@@ -49,18 +56,38 @@ def matmul_gflops() -> float:
     return round(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout), 1)
 
 
+SYNTHETIC_IMAGES = 80
+"""The synthetic set's size: as many images as the shapes set (the tasks' hooks split 80 / 20)."""
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text not in (None, "") else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-root", type=Path, default=Path(os.environ.get("LUCID_SHAPES", DEFAULT_ROOT)))
+    ap.add_argument("--task", default="det", help="task name or alias (default det)")
+    ap.add_argument("--synthetic", action="store_true", help="det too on its synthetic set (other tasks always)")
+    ap.add_argument("--data-root", type=Path, default=None, help="train on this root instead")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--extra", default="", help="more `lucid fit` options, one shell-quoted string")
     args = ap.parse_args()
-    if not args.data_root.is_dir():
-        sys.exit(f"{args.data_root} is absent (pass --data-root)")
     lucid = shutil.which("lucid") or str(Path(sys.executable).with_name("lucid"))
-    gflops = matmul_gflops()
     work = Path(tempfile.mkdtemp(prefix="lucid-fit-shapes-"))
-    cmd = [lucid, "fit", "det", "--data-root", str(args.data_root), "--data.img_size", "320", "--data.batch_size", "8",
+    data_root = args.data_root
+    if data_root is None and args.task == "det" and not args.synthetic:
+        data_root = Path(os.environ.get("LUCID_SHAPES", DEFAULT_ROOT))
+    if data_root is None:
+        from lucidyolo.tasks.registry import get_task
+
+        spec = get_task(args.task)
+        if spec.make_synthetic is None:
+            sys.exit(f"task {spec.name!r} has no synthetic set (pass --data-root)")
+        data_root = Path(spec.make_synthetic(out_dir=work / "data", num_images=SYNTHETIC_IMAGES, img_size=320, seed=0))
+    if not data_root.is_dir():
+        sys.exit(f"{data_root} is absent (pass --data-root)")
+    gflops = matmul_gflops()
+    cmd = [lucid, "fit", args.task, "--data-root", str(data_root), "--data.img_size", "320", "--data.batch_size", "8",
            "--trainer.max_epochs", str(args.epochs), "--trainer.default_root_dir", str(work / "runs"),
            *shlex.split(args.extra)]
     t0 = time.perf_counter()
@@ -80,12 +107,16 @@ def main() -> None:
     vals = [float(m.group(1)) for ln in epochs if (m := re.search(r"\| val ([0-9.]+) s \|", ln))]
     with open(work / "runs" / "version_0" / "results.csv") as f:
         last = list(csv.DictReader(f))[-1]
+    done = next((m for ln in reversed(lines) if (m := re.match(r"done: (\S+) ([-0-9.e]+|nan)", ln))), None)
     print(json.dumps({
-        "command": " ".join(cmd[1:]), "epochs": args.epochs, "torch_threads": os.environ.get("OMP_NUM_THREADS"),
+        "command": " ".join(cmd[1:]), "task": args.task, "epochs": args.epochs,
+        "torch_threads": os.environ.get("OMP_NUM_THREADS"),
         "wall_s": round(wall, 1), "time_to_first_step_s": None if first_step is None else round(first_step, 1),
         "train_img_per_s": round(sum(rates) / len(rates), 2) if rates else None,
         "val_s_per_epoch": round(sum(vals) / len(vals), 2) if vals else None,
-        "map50_95": float(last["metrics/mAP50-95(B)"]), "map50": float(last["metrics/mAP50(B)"]),
+        "metric": None if done is None else done.group(1),
+        "value": None if done is None else float(done.group(2)),
+        "map50_95": _float(last.get("metrics/mAP50-95(B)")), "map50": _float(last.get("metrics/mAP50(B)")),
         "machine_matmul_gflops": gflops,
     }))
     shutil.rmtree(work, ignore_errors=True)
