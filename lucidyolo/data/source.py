@@ -210,6 +210,22 @@ class ImageSource:
         counted = np.concatenate([[0], np.cumsum(self._counted)]).astype(np.int64)
         return counted[self._inst_offsets[1:]] - counted[self._inst_offsets[:-1]]
 
+    def all_instances(self) -> tuple[Targets, np.ndarray]:
+        """Every counted instance of the split at once, read from the labels alone (no image is decoded).
+
+        Returns:
+            ``(targets, image_index)``: ``targets`` joins the ``M`` instances of all
+            images in original pixels with the split's instance fields (``boxes (M,
+            4)``, ``labels (M,)``, ``rboxes (M, 5)``, ``keypoints (M, K, 2)`` +
+            ``visibility (M, K)``, ``polygons`` with owners in ``0..M-1``; ignore
+            regions such as COCO crowds left out); ``image_index (M,)`` int64 is the
+            image each instance belongs to. Fresh arrays: the caller may mutate them.
+        """
+        image_index = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self._inst_offsets))
+        if self._counted.all():
+            return self._all.clone(), image_index
+        return self._all.filter(self._counted), image_index[self._counted]
+
     def polygon_sizes_per_image(self) -> tuple[np.ndarray, np.ndarray]:
         """``(points, rings)``: two ``(N_images,)`` int64 arrays, polygon points and rings of every image (zeros without polygons)."""
         p = self._all.polygons

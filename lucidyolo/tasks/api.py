@@ -93,6 +93,33 @@ Commands
 ``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
     parity check of the deployed graph).
 
+Label statistics (``labels.png`` / ``labels.json`` of ``lucid fit``, API 2.2)
+--------------------------------------------------------------------------
+
+``label_stats(instances, image_index, image_hw, class_names, meta) -> dict[str, dict]``
+    The task's own numbers about the training split's labels, beside the ones
+    the engine computes for every task (instances per class; where there are
+    boxes, box centre and size distributions and instances per image).
+    ``instances`` maps each attribute of the split's ``M`` counted instances
+    (ignore regions left out) to its value over all images joined, read without
+    decoding an image: ``boxes (M, 4)`` xyxy px, ``labels (M,)``,
+    ``difficult (M,)`` and the task's fields (``rboxes (M, 5)``, ``keypoints
+    (M, K, 2)`` + ``visibility (M, K)``, ``polygons`` a
+    :class:`~lucidyolo.structures.polygons.Polygons` with owners ``0..M-1``);
+    ``image_index (M,)`` int64 is each instance's image and ``image_hw (N, 2)``
+    every image's ``(h, w)``. Returns panels by name (``{}`` for none), each
+    plain data that one generic function draws and ``labels.json`` stores::
+
+        {"kind": "histogram", "title": str, "edges": (B + 1,), "counts": (B,)}
+        {"kind": "bars", "title": str, "categories": (n,) str, "series": {legend: (n,)}}
+        {"kind": "histogram2d", "title": str, "x_edges": (X + 1,), "y_edges": (Y + 1,), "counts": (X, Y)}
+
+    arrays as numpy arrays or lists; optional keys ``xlabel``, ``ylabel``,
+    ``y_down`` (a histogram2d in image coordinates) and ``summary`` (``{name:
+    number}``, stored in the JSON, not drawn). The split
+    may hold millions of instances: vectorise (numpy histograms over the joined
+    arrays), never loop over instances. ``None``: the engine's panels only.
+
 Starting from weights (``--model.weights``, API 2.1)
 ----------------------------------------------------
 
@@ -119,7 +146,7 @@ from typing import Any
 
 from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 1)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 2)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -264,8 +291,10 @@ class TaskSpec:
     the size it was trained and validated at) and stays only so that plugins
     written for API 2.0 that set it still load; it goes in API 3.0. ``presets_package``
     names an importable package whose ``presets/`` folder holds the task's own
-    YAML presets (found by bare name like the packaged ones). See the module
-    docstring for each hook's contract and tensor shapes.
+    YAML presets (found by bare name like the packaged ones). ``label_stats``
+    (optional, API 2.2) returns the task's own panels of ``labels.png`` (keypoint
+    visibility, angles, polygon vertices) as plain histogram / bar data. See the
+    module docstring for each hook's contract and tensor shapes.
     """
 
     name: str
@@ -297,10 +326,11 @@ class TaskSpec:
     draw: Callable[..., Any] | None = None
     export: ExportSpec | None = None
     transfer_weights: Callable[..., Any] | None = None
+    label_stats: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
-        "evaluate", "predict", "draw", "transfer_weights",
+        "evaluate", "predict", "draw", "transfer_weights", "label_stats",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -72,6 +72,7 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
     transfer_weights=lazy_hook(f"{_HOOKS}:transfer_weights"),
     export=ExportSpec(
         outputs=("detections", "keypoints"),

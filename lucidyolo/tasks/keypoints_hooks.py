@@ -245,3 +245,24 @@ def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any)
     from lucidyolo.export.onnx import keypoint_parity
 
     return keypoint_parity(deployed, onnx_path, images)
+
+
+def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, Any]]:
+    """``labels.png`` panel: per keypoint index, how many instances label it and how many see it.
+
+    ``instances["visibility"] (M, K)``: 0 absent, 1 labelled but occluded, 2 visible
+    (a YOLO root without a visibility column reads every labelled point as 2).
+    """
+    vis = instances.get("visibility")
+    if vis is None:
+        return {}
+    vis = np.asarray(vis).reshape(len(vis), -1)  # (M, K)
+    labelled = (vis > 0).sum(axis=0)  # (K,)
+    visible = (vis >= 2).sum(axis=0)  # (K,)
+    return {"keypoint_visibility": {
+        "kind": "bars", "title": "keypoints per index", "categories": [str(k) for k in range(vis.shape[1])],
+        "series": {"labelled (v > 0)": labelled, "visible (v = 2)": visible},
+        "xlabel": "keypoint index", "ylabel": "instances",
+        "summary": {"instances": int(vis.shape[0]),
+                    "instances_without_keypoints": int(((vis > 0).sum(axis=1) == 0).sum())},
+    }}

@@ -266,3 +266,27 @@ def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any)
     from lucidyolo.tasks.detect_hooks import export_check as rows_check
 
     return rows_check(deployed=deployed, onnx_path=onnx_path, images=images)
+
+
+ANGLE_BIN_DEGREES = 10
+"""Width of the angle histogram's bins; 18 of them cover the canonical range ``[-45, 135)`` degrees."""
+
+
+def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, Any]]:
+    """``labels.png`` panel: the distribution of ``theta`` of ``instances["rboxes"] (M, 5)``, in degrees.
+
+    Long-edge canonical form puts theta in ``[-pi/4, 3pi/4)``: the bins cover exactly that range.
+    """
+    rboxes = instances.get("rboxes")
+    if rboxes is None:
+        return {}
+    degrees = np.degrees(np.asarray(rboxes, dtype=np.float64).reshape(-1, 5)[:, 4])  # (M,)
+    edges = np.arange(-45, 135 + ANGLE_BIN_DEGREES, ANGLE_BIN_DEGREES, dtype=np.float64)  # (19,)
+    # a value a rounding error outside the canonical range still counts, in the end bin
+    counts, _ = np.histogram(degrees.clip(edges[0], edges[-1]), bins=edges)
+    return {"angle": {
+        "kind": "histogram", "title": "rotated box angles", "edges": edges, "counts": counts,
+        "xlabel": "theta (degrees, long edge)", "ylabel": "instances",
+        # within 0.001 degree of a multiple of 90 (float32 radians do not round-trip exactly)
+        "summary": {"axis_aligned": int((np.abs((degrees + 45.0) % 90.0 - 45.0) < 1e-3).sum())},
+    }}

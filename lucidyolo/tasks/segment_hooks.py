@@ -162,3 +162,31 @@ def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any)
     from lucidyolo.export.onnx import mask_parity
 
     return mask_parity(deployed, onnx_path, images)
+
+
+VERTEX_BINS = 30
+"""At most this many bins in the vertices-per-polygon histogram (one per count while counts span fewer)."""
+
+
+def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, Any]]:
+    """``labels.png`` panel: vertices per polygon ring of ``instances["polygons"]``.
+
+    Bins are whole vertex counts (edges at half-integers), widened by a whole
+    factor when the counts span more than :data:`VERTEX_BINS` values.
+    """
+    polygons = instances.get("polygons")
+    if polygons is None:
+        return {}
+    lengths = polygons.ring_lengths()  # (R,) points per ring
+    lo, hi = (int(lengths.min()), int(lengths.max())) if lengths.size else (0, 0)
+    width = -(-(hi - lo + 1) // VERTEX_BINS)  # ceil: at most VERTEX_BINS bins
+    bins = -(-(hi - lo + 1) // width)
+    edges = lo - 0.5 + width * np.arange(bins + 1, dtype=np.float64)  # (bins + 1,)
+    counts, _ = np.histogram(lengths, bins=edges)
+    owners = np.bincount(polygons.ring_owner) if polygons.num_rings else np.zeros(0, np.int64)
+    return {"polygon_vertices": {
+        "kind": "histogram", "title": "vertices per polygon", "edges": edges, "counts": counts,
+        "xlabel": "vertices", "ylabel": "polygons",
+        "summary": {"polygons": int(lengths.size), "mean": float(lengths.mean()) if lengths.size else 0.0,
+                    "max": hi, "instances_with_several_polygons": int((owners > 1).sum())},
+    }}

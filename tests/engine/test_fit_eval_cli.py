@@ -47,6 +47,19 @@ def test_embedded_default_writes_a_whole_run_directory(run):
     assert len(ckpt["lucid"]["class_names"]) == 4
 
 
+def test_fit_writes_label_statistics_before_training(run):
+    from PIL import Image
+
+    d = run["run_dir"]
+    stats = json.loads((d / "labels.json").read_text())
+    assert stats["counted"] == "instances" and len(stats["per_class"]) == 4
+    assert sum(stats["per_class"]) == stats["instances"] > 0
+    assert {"classes", "box_centre", "box_size"} <= set(stats["panels"])
+    with Image.open(d / "labels.png") as im:
+        im.verify()
+    assert f"label statistics: {d / 'labels.png'} (4 classes, {stats['instances']} instances)" in run["stdout"]
+
+
 def test_a_piped_run_prints_one_line_per_epoch_and_no_known_noise(run):
     """stdout is a pipe here: no progress bar, so each epoch gets a line matching results.csv."""
     import re

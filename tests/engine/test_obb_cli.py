@@ -39,6 +39,9 @@ def test_fit_logs_the_rotated_terms_and_metrics(run):
         assert col in rows[0] and rows[0][col] != "", col
         assert math.isfinite(float(rows[0][col])), col
     assert float(rows[0]["train/angle_loss"]) > 0
+    angles = json.loads((run["run_dir"] / "labels.json").read_text())["panels"]["angle"]  # the task's own panel
+    assert sum(angles["counts"]) == json.loads((run["run_dir"] / "labels.json").read_text())["instances"] > 0
+    assert (run["run_dir"] / "labels.png").stat().st_size > 0
     assert 0.0 <= float(rows[0]["metrics/mAP50-95(R)"]) <= float(rows[0]["metrics/mAP50(R)"]) <= 1.0
 
 

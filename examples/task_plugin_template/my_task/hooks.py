@@ -92,3 +92,12 @@ def transfer_weights(source: dict[str, Any], target: dict[str, Any], class_map: 
                      meta: dict[str, Any], **_: Any) -> dict[str, Any]:
     """Tensors of your own that need more than the generic rule (e.g. per-keypoint rows): ``{name: tensor or reason}``."""
     raise _todo("transfer_weights")
+
+
+def label_stats(instances: dict[str, Any], image_index: Any, image_hw: Any, class_names: list[str],
+                meta: dict[str, Any], **_: Any) -> dict[str, dict[str, Any]]:
+    """Your own panels of ``labels.png`` (histogram / bar data over the training split's labels), optional.
+
+    Leave it out to get the engine's panels only (instances per class, box centres and sizes).
+    """
+    raise _todo("label_stats")

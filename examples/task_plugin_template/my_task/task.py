@@ -81,6 +81,8 @@ SPEC = TaskSpec(
     draw=_hook("draw"),
     # Optional: `--model.weights` for tensors the generic name/shape/class-row rule cannot map.
     transfer_weights=_hook("transfer_weights"),
+    # Optional: your own panels of `lucid fit`'s labels.png (e.g. a per-field histogram).
+    label_stats=_hook("label_stats"),
     # Optional: `lucid gate overfit` (a GateSpec) and `lucid export` (an ExportSpec).
     gate=None,
     export=None,

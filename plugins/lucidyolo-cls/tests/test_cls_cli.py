@@ -45,6 +45,10 @@ def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     assert header == ["epoch", "train/ce_loss", "metrics/accuracy_top1", "metrics/accuracy_top5", "val/ce_loss", "lr/pg0"]
     ckpt = run / "checkpoints" / "last.ckpt"
     assert ckpt.is_file() and "val/top1" in fit.stdout
+    labels = json.loads((run / "labels.json").read_text())  # no boxes: images per class only
+    assert labels["counted"] == "images" and sum(labels["per_class"]) == 24 and set(labels["panels"]) == {"classes"}
+    assert (run / "labels.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(4 classes, 24 images)" in fit.stdout
     print(f"one epoch of lucid fit cls: {wall:.1f} s wall")
 
     report_path = tmp_path / "report.json"
