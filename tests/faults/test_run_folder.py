@@ -15,7 +15,6 @@ import os
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -262,16 +261,20 @@ def test_a_read_only_run_root_is_named_and_nothing_is_written(tmp_path):
 @pytest.mark.slow
 def test_an_interrupted_gate_says_it_keeps_no_checkpoint(tmp_path):
     work = tmp_path / "gate"
-    proc = start_lucid("gate", "overfit", "--task", "det", "--epochs", "30", "--images", "8", "--img-size", "64",
+    # Mid-training: the gate validates (and writes last.ckpt) only after its last epoch, and 30 epochs at
+    # 64 px take ~5 s on a fast CPU, so waiting for last.ckpt sent the signal after the gate had ended.
+    # results.csv gets a row at every epoch's end; 300 epochs leave tens of seconds of training.
+    results = work / "runs" / "version_0" / "results.csv"
+    proc = start_lucid("gate", "overfit", "--task", "det", "--epochs", "300", "--images", "8", "--img-size", "64",
                        "--workdir", str(work), env={}, cwd=tmp_path)
     try:
-        wait_for(lambda: any(work.glob("runs/version_0/checkpoints/last.ckpt")), 300, "an epoch's end", proc)
-        time.sleep(0.5)
+        wait_for(lambda: results.exists() and len(results.read_text().splitlines()) >= 3, 300, "two epochs' ends",
+                 proc)
         proc.send_signal(signal.SIGINT)
         _, _, err = wait_exit(proc, 60)
     finally:
         kill_group(proc)
     text = " ".join(err.split())
     assert proc.returncode == 130, err[-2000:]
-    assert "of 30 epochs had finished, but a gate is scored only at its end and is not resumed" in text
+    assert "of 300 epochs had finished, but a gate is scored only at its end and is not resumed" in text
     assert "lucid gate overfit --task det` again" in text and "No epoch had finished" not in text
