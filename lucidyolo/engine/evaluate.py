@@ -65,12 +65,10 @@ def run_eval(
     t_start = time.perf_counter()
     from lucidyolo.engine.build import data_root_of, open_split
     from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights_source import checkpoint_file
     from lucidyolo.metrics.coco_eval import save_results_json
 
-    if Path(checkpoint).is_dir():  # a run folder: the report names (and hashes) the file it scored
-        from lucidyolo.engine.weights_source import checkpoint_in
-
-        checkpoint = checkpoint_in(Path(checkpoint), "--checkpoint")
+    checkpoint = checkpoint_file(checkpoint)  # a run folder: the report names (and hashes) the file it scored
     restored = restore(checkpoint, ema=ema, task=task)
     spec, cfg = restored.spec, restored.config
     if spec.evaluate is None or spec.decode is None:

@@ -19,10 +19,10 @@ def run_export(
     ``parity`` when checked.
     """
     from lucidyolo.engine.fit import quiet_known_warnings
-    from lucidyolo.engine.weights_source import checkpoint_in
+    from lucidyolo.engine.weights_source import checkpoint_file
 
     quiet_known_warnings()
-    checkpoint = checkpoint_in(Path(checkpoint), "--checkpoint") if Path(checkpoint).is_dir() else Path(checkpoint)
+    checkpoint = checkpoint_file(checkpoint)
     if fmt == "weights":
         return export_weights(checkpoint, output or checkpoint.with_suffix(".weights.pt"), half=half, ema=ema,
                               keep_raw=keep_raw)

@@ -158,7 +158,7 @@ def run_fit(
             shm_segments.remove_leftovers()
 
 
-def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any, task: str) -> str:
+def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:
     """``labels.json`` + ``labels.png`` of the training split into the run folder; the log line naming them.
 
     Read from the labels the fit already holds (no image decoded); a resumed run keeps the files it has.
@@ -167,7 +167,7 @@ def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any, task: str) -> s
     from lucidyolo.engine.label_stats import label_statistics, summary_line, write_label_stats
 
     stats = label_statistics(train_src, spec.label_stats, dataset_meta(spec, train_src))
-    png, _ = writing(lambda: write_label_stats(stats, run.path), run.path / "labels.png", run, task)
+    png, _ = writing(lambda: write_label_stats(stats, run.path), run.path / "labels.png", run, spec.name)
     return summary_line(stats, png)
 
 
@@ -311,7 +311,7 @@ def _train(
         f"{len(train_src)} train / {len(val_src)} val images from {data_root or train_src.name}, {shown_dir}"
     )
     if is_global_rank_zero() and not run.pending and (run.checkpoint is None or not (run.path / "labels.json").exists()):
-        log(_write_label_stats(spec, train_src, run, spec.name))
+        log(_write_label_stats(spec, train_src, run))
     if start is not None and is_global_rank_zero() and not run.pending:
         import json
 

@@ -142,11 +142,9 @@ def run_predict(
     files = resolve_sources(source)
     from lucidyolo.data.image_io import read_image_fast
     from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights_source import checkpoint_file
 
-    if Path(checkpoint).is_dir():  # a run folder: the output names the file it ran
-        from lucidyolo.engine.weights_source import checkpoint_in
-
-        checkpoint = checkpoint_in(Path(checkpoint), "--checkpoint")
+    checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
     predictor = Predictor(restore(checkpoint, ema=ema), decoder, img_size, device, draw=save is not None)
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)

@@ -40,11 +40,10 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
     Raises:
         UserError: unsafe or foreign checkpoint, task mismatch, weights that do not fit.
     """
-    from lucidyolo.engine.weights_source import checkpoint_in
+    from lucidyolo.engine.weights_source import checkpoint_file
     from lucidyolo.tasks.registry import get_task
 
-    if Path(path).is_dir():
-        path = checkpoint_in(Path(path), "--checkpoint")
+    path = checkpoint_file(path)
     ckpt = load_checkpoint(path)
     lucid = ckpt.get("lucid") if isinstance(ckpt, dict) else None
     if not isinstance(lucid, dict) or "config" not in lucid:

@@ -97,6 +97,15 @@ def resolve_weights(
     return path
 
 
+def checkpoint_file(path: str | Path) -> Path:
+    """``--checkpoint`` of eval, predict, export and restore: a run directory's checkpoint, else ``path`` unchanged.
+
+    Anything but a directory goes on as given, so a missing file gets the checkpoint loader's own message.
+    """
+    path = Path(path)
+    return checkpoint_in(path, "--checkpoint") if path.is_dir() else path
+
+
 def checkpoint_in(path: Path, option: str = "`model.weights`") -> Path:
     """``path`` itself, or the checkpoint a run directory holds (``best.ckpt``, else ``last.ckpt``).
 
