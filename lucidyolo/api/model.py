@@ -37,10 +37,6 @@ if TYPE_CHECKING:
     from lucidyolo.engine.restore import Restored
     from lucidyolo.tasks.api import TaskSpec
 
-_DATA_SOURCE_KEYS = ("data_root", "train_images", "train_ann_file")
-"""``data`` keys that name a dataset: any of them turns the embedded synthetic recipe off (as in ``lucid fit``)."""
-
-
 class Model:
     """A model of one task: untrained (:meth:`new`) or backed by a checkpoint (:meth:`load`, or after :meth:`fit`).
 
@@ -227,8 +223,11 @@ class Model:
             merged = deep_merge(merged, {"model": {"weights": str(weights)}})
         root = Path(data_root).expanduser() if data_root is not None else None
         data = merged.get("data")
+        from lucidyolo.config.schema import DataConfig
+
+        # any key that names a dataset turns the embedded synthetic recipe off (as in `lucid fit`)
         embedded = (not configs and root is None and spec.synthetic_preset is not None
-                    and not (isinstance(data, dict) and any(k in data for k in _DATA_SOURCE_KEYS)))
+                    and not (isinstance(data, dict) and any(k in data for k in DataConfig.source_keys())))
         if embedded:  # the embedded default of `lucid fit TASK`: a short recipe on the task's synthetic set
             configs = [spec.synthetic_preset]  # type: ignore[list-item]
         from lucidyolo.tasks.registry import get_task

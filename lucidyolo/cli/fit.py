@@ -39,6 +39,7 @@ def fit(
     """
     from lucidyolo.config.overrides import parse_overrides
     from lucidyolo.config.resolve import config_to_yaml, resolve_config
+    from lucidyolo.config.schema import DataConfig
     from lucidyolo.errors import NotAvailableError
     from lucidyolo.tasks.registry import get_task
 
@@ -56,7 +57,7 @@ def fit(
         )
     embedded = (
         not config and data_root is None and resume is None and spec.synthetic_preset is not None
-        and not any(k in overrides.get("data", {}) for k in ("data_root", "train_images", "train_ann_file"))
+        and not any(k in overrides.get("data", {}) for k in DataConfig.source_keys())
     )
     if embedded:  # the embedded default: a short recipe on the built-in synthetic set
         config = [spec.synthetic_preset]  # type: ignore[list-item]

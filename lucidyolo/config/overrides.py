@@ -9,6 +9,7 @@ Values are parsed with ``yaml.safe_load`` so ``32`` is an int, ``true`` a bool,
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import cache
 from typing import Any
 
 import yaml
@@ -31,8 +32,15 @@ def _parse_value(key: str, text: str) -> Any:
         raise ConfigError(f"The value {text!r} given for `{key}` is not valid YAML ({exc}).", fix=_FIX) from exc
 
 
-TOP_LEVEL_KEYS = frozenset({"seed"})
-"""The run config's keys outside every section (``--seed 3``, ``seed=3``)."""
+@cache
+def top_level_keys() -> frozenset[str]:
+    """The run config's keys outside every section (``--seed 3``, ``seed=3``), read from the schema.
+
+    Imported on first use: the schema (pydantic) stays out of ``lucid --help``.
+    """
+    from lucidyolo.config.schema import RunConfig
+
+    return RunConfig.top_level_keys()
 
 
 def _check_key(key: str, token: str, value: str | None, options: Collection[str], command: str) -> str:
@@ -42,7 +50,7 @@ def _check_key(key: str, token: str, value: str | None, options: Collection[str]
     so a typo of one (``--data-roo``) is answered with it. Words other trainers use (``epochs=2``, ``--imgsz``)
     come from :data:`lucidyolo.config.habits.HABITS`.
     """
-    if key in TOP_LEVEL_KEYS:
+    if key in top_level_keys():
         return key
     if "." in key and all(part for part in key.split(".")):
         return key

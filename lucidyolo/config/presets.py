@@ -30,6 +30,13 @@ def preset_names(packages: Sequence[str] = ()) -> list[str]:
     return sorted(names)
 
 
+def _run_keys() -> tuple[str, ...]:
+    """The run config's top-level keys, sections first, as the schema declares them."""
+    from lucidyolo.config.schema import RunConfig
+
+    return (*RunConfig.section_names(), *sorted(RunConfig.top_level_keys()))
+
+
 def _read_yaml(text: str, origin: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
@@ -40,7 +47,7 @@ def _read_yaml(text: str, origin: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(
             f"Config {origin} holds a {type(data).__name__}, not a mapping.",
-            fix="A config file is a mapping with the sections model, data, trainer and seed.",
+            fix=f"A config file is a mapping with the keys {', '.join(_run_keys())}.",
         )
     return data
 

@@ -30,6 +30,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from lucidyolo.data.layout_names import LAYOUTS
+
 Variant = Literal["n", "s", "m", "l", "x"]
 
 
@@ -127,11 +129,17 @@ class AugmentOverrides(StrictModel):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+_EXPLICIT = "explicit_path"
+"""Field mark of the paths that name a split's files directly (its value: the split, ``train`` or ``val``)."""
+
+
 class DataConfig(StrictModel):
     """Where the data is and how it is loaded."""
 
     data_root: Path | None = Field(None, description="dataset root; None trains on the built-in synthetic set")
-    layout: Literal["coco", "yolo", "dota"] | None = None
+    layout: Literal[LAYOUTS] | None = Field(  # type: ignore[valid-type]
+        None, description="the dataset layout when the root matches several; None: probed"
+    )
     img_size: int = Field(640, description="square network input side, a positive multiple of 32")
     batch_size: int = Field(16, gt=0)
     num_workers: int | Literal["auto"] = "auto"
@@ -150,10 +158,31 @@ class DataConfig(StrictModel):
     synthetic_images: int = Field(240, gt=1, description="size of the built-in synthetic set (no data_root)")
     train_split: str = "train"
     val_split: str = "val"
-    train_images: Path | None = None
-    train_ann_file: Path | None = None
-    val_images: Path | None = None
-    val_ann_file: Path | None = None
+    train_images: Path | None = Field(None, json_schema_extra={_EXPLICIT: "train"},
+                                      description="a training image folder (with train_ann_file) instead of a root")
+    train_ann_file: Path | None = Field(None, json_schema_extra={_EXPLICIT: "train"},
+                                        description="the COCO JSON of train_images")
+    val_images: Path | None = Field(None, json_schema_extra={_EXPLICIT: "val"},
+                                    description="a validation image folder (with val_ann_file)")
+    val_ann_file: Path | None = Field(None, json_schema_extra={_EXPLICIT: "val"},
+                                      description="the COCO JSON of val_images")
+
+    @classmethod
+    def explicit_path_keys(cls, which: str) -> tuple[str, ...]:
+        """The keys that name split ``which`` (``train``/``val``) without a root, read from the fields' marks."""
+        return tuple(
+            name for name, f in cls.model_fields.items()
+            if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get(_EXPLICIT) == which
+        )
+
+    @classmethod
+    def source_keys(cls) -> tuple[str, ...]:
+        """Keys that name a training dataset: setting any of them turns the embedded synthetic set off."""
+        return ("data_root", *cls.explicit_path_keys("train"))
+
+    def explicit_paths(self, which: str) -> dict[str, Path]:
+        """``{key: path}`` of the explicit paths of split ``which`` that are set."""
+        return {k: v for k in self.explicit_path_keys(which) if (v := getattr(self, k)) is not None}
 
     @field_validator("img_size")
     @classmethod
@@ -238,6 +267,19 @@ class RunConfig(StrictModel):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     """numpy's and torch's seeding take 0 .. 2**32 - 1; a negative seed used to pass here and crash in seeding."""
+
+    @classmethod
+    def top_level_keys(cls) -> frozenset[str]:
+        """The keys outside every section (``seed``): the fields whose value is not a section model."""
+        return frozenset(
+            name for name, f in cls.model_fields.items()
+            if not (isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel))
+        )
+
+    @classmethod
+    def section_names(cls) -> tuple[str, ...]:
+        """The sections (``model``, ``data``, ``trainer``), in declaration order."""
+        return tuple(name for name in cls.model_fields if name not in cls.top_level_keys())
 
     multi_device: ClassVar[bool] = True
     """False when the task's capabilities say it trains in one process (set by :func:`run_config_class`)."""

@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lucidyolo.data.layout_names import COCO_LAYOUTS, LAYOUTS
 from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import DataError
 
-COCO_LAYOUTS = ("coco-2017", "coco-split", "coco-images", "coco-export")
-LAYOUTS = (*COCO_LAYOUTS, "coco", "yolo", "dota")
-EXPLICIT_KEYS = ("train_images", "train_ann_file", "val_images", "val_ann_file")
+EXPLICIT_PARTS = ("images", "ann_file")
+"""An explicit split is ``{split}_images`` (a folder) with ``{split}_ann_file`` (its COCO JSON)."""
 
 
 @dataclass
@@ -162,9 +162,12 @@ def read_split(
 ) -> ImageSource:
     """Resolve and read one split (see :func:`lucidyolo.data.source.open_source`)."""
     explicit = dict(explicit_paths or {})
-    unknown = set(explicit) - set(EXPLICIT_KEYS)
+    unknown = [k for k in explicit if not any(k.endswith(f"_{part}") for part in EXPLICIT_PARTS)]
     if unknown:
-        raise DataError(f"Unknown explicit path keys {sorted(unknown)}.", fix=f"Use {', '.join(EXPLICIT_KEYS)}.")
+        raise DataError(
+            f"Unknown explicit path keys {sorted(unknown)}.",
+            fix=f"Name them {{split}}_{' and {split}_'.join(EXPLICIT_PARTS)}, e.g. train_images and train_ann_file.",
+        )
     img_key, ann_key = f"{split}_images", f"{split}_ann_file"
     if img_key in explicit or ann_key in explicit:
         if img_key not in explicit or ann_key not in explicit:

@@ -40,8 +40,7 @@ def synthetic_root(spec: TaskSpec, cfg: RunConfig) -> Path:
 
 
 def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
-    explicit = any(getattr(cfg.data, k) is not None for k in ("train_images", "train_ann_file"))
-    if cfg.data.data_root is None and not explicit:
+    if cfg.data.data_root is None and not cfg.data.explicit_paths("train"):
         return synthetic_root(spec, cfg)
     return cfg.data.data_root
 
@@ -50,13 +49,12 @@ def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, wh
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
     from lucidyolo.data.image_io import BadImagesError
 
-    explicit = {f"{which}_images": getattr(cfg.data, f"{which}_images"),
-                f"{which}_ann_file": getattr(cfg.data, f"{which}_ann_file")}
+    explicit = cfg.data.explicit_paths(which)
     if spec.read_split is not None:  # the task reads its own layout (e.g. class folders)
         if root is None:
             raise DataError(f"Task {spec.name!r} needs `--data-root`.", fix="Pass --data-root PATH.")
         return spec.read_split(root=root, split=split, fields=spec.fields, layout=cfg.data.layout,
-                               explicit_paths={k: v for k, v in explicit.items() if v is not None})
+                               explicit_paths=explicit)
     try:
         return open_source(root, split, spec.fields, layout=cfg.data.layout, **explicit)
     except BadImagesError as err:
