@@ -1,5 +1,7 @@
-"""YOLO26 models: ``create_model(variant, task, num_classes)`` and ``list_models(pattern)``."""
+"""YOLO26 models: ``create_model(variant, num_classes)``, ``list_models(pattern)`` and ``build_trunk(variant)``
+(backbone + neck, the shared features a plugin builds its own head on)."""
 
 from lucidyolo.models.build import create_model, list_models
+from lucidyolo.models.trunk import Trunk, build_trunk
 
-__all__ = ["create_model", "list_models"]
+__all__ = ["Trunk", "build_trunk", "create_model", "list_models"]

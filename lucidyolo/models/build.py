@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from lucidyolo.errors import ConfigError
 from lucidyolo.models.head import StemSpec, det_stems
-from lucidyolo.models.scales import SCALES
+from lucidyolo.models.scales import SCALES, variant_key
 from lucidyolo.models.yolo26 import YOLO26
 
 
@@ -15,17 +15,6 @@ def list_models(pattern: str = "*") -> list[str]:
     """Names ``yolo26{variant}`` matching a shell-style ``pattern`` (e.g. ``"yolo26[nsm]"``), sorted by size."""
     names = [f"yolo26{v}" for v in SCALES]
     return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-
-
-def _variant_key(variant: str) -> str:
-    key = variant.lower().removeprefix("yolo26")
-    if key not in SCALES:
-        raise ConfigError(
-            f"Unknown model variant {variant!r}.",
-            why="variants are rows of the scale table.",
-            fix=f"use one of {', '.join(SCALES)} (or {', '.join(list_models())}).",
-        )
-    return key
 
 
 def create_model(
@@ -46,7 +35,7 @@ def create_model(
         ``{"o2m": {"boxes": (B, A, 4), "logits": (B, A, C), ...extra stems},
         "o2o": {...}, "anchors": (A, 2), "strides": (A,)}``.
     """
-    key = _variant_key(variant)
+    key = variant_key(variant)
     if num_classes < 1:
         raise ConfigError(
             f"num_classes must be >= 1, got {num_classes}.", fix="set the number of classes in the dataset."

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lucidyolo.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -43,3 +45,19 @@ SCALES: dict[str, Scale] = {
     "l": Scale(depth=1.00, width=1.00, max_channels=512, c3k_depth=1),
     "x": Scale(depth=1.00, width=1.50, max_channels=512, c3k_depth=1),
 }
+
+
+def variant_key(variant: str) -> str:
+    """The scale-table row of ``variant`` (``"n"`` for ``n``, ``N`` or ``yolo26n``).
+
+    Raises:
+        ConfigError: no row of that name.
+    """
+    key = variant.lower().removeprefix("yolo26")
+    if key not in SCALES:
+        raise ConfigError(
+            f"Unknown model variant {variant!r}.",
+            why="variants are rows of the scale table.",
+            fix=f"use one of {', '.join(SCALES)} (or {', '.join(f'yolo26{v}' for v in SCALES)}).",
+        )
+    return key

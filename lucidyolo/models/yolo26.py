@@ -1,4 +1,4 @@
-"""The full trained YOLO26 model: backbone + PAN neck + dual head (both branches, always)."""
+"""The full trained YOLO26 model: the trunk (backbone + PAN neck) + dual head (both branches, always)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from lucidyolo.models.backbone import Backbone
 from lucidyolo.models.head import DualHead, StemSpec
-from lucidyolo.models.neck import PANNeck
 from lucidyolo.models.scales import Scale
+from lucidyolo.models.trunk import Trunk
 from lucidyolo.structures.box_coder import make_anchors
-
-STRIDES: tuple[int, int, int] = (8, 16, 32)
 
 
 class AnchorCache(nn.Module):
@@ -39,8 +36,8 @@ class AnchorCache(nn.Module):
         return self._cache[key]
 
 
-class YOLO26(nn.Module):
-    """Backbone + PAN neck + dual head.
+class YOLO26(Trunk):
+    """Trunk (backbone + PAN neck) + dual head.
 
     ``forward(images (B, 3, H, W))`` returns, in train and eval mode alike::
 
@@ -62,14 +59,11 @@ class YOLO26(nn.Module):
     """
 
     def __init__(self, scale: Scale, stems: Sequence[StemSpec], variant: str = "", task: str = "det") -> None:
-        super().__init__()
+        super().__init__(scale, neck=True)
         self.scale = scale
         self.variant = variant
         self.task = task
-        self.strides = STRIDES
-        self.backbone = Backbone(scale)
-        self.neck = PANNeck(scale, self.backbone.out_channels)
-        self.head = DualHead(stems, self.neck.out_channels)
+        self.head = DualHead(stems, self.out_channels)
         # Task modules that read the neck features and add top-level outputs (seg
         # prototypes): see :func:`run_extras`. A module's ``train_only`` attribute
         # names its submodules the deployed graph removes (the semantic head).
@@ -79,7 +73,7 @@ class YOLO26(nn.Module):
 
     def features(self, images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Trunk only: images ``(B, 3, H, W)`` to neck outputs ``(N3, N4, N5)``."""
-        return self.neck(self.backbone(images))
+        return super().forward(images)
 
     def forward(self, images: Tensor) -> dict:
         """See the class docstring for the returned keys and shapes."""

@@ -5,17 +5,18 @@ from __future__ import annotations
 import copy
 
 import torch
-from lucidyolo.models.backbone import Backbone
+from lucidyolo.models import Trunk
 from lucidyolo.models.fuse import fold_batchnorm
 from lucidyolo.models.scales import SCALES
 from torch import Tensor, nn
 
 
-class Classifier(nn.Module):
+class Classifier(Trunk):
     """``images (B, 3, S, S)`` in ``[0, 1]`` -> ``{"logits": (B, C)}``.
 
-    Only the deepest backbone level (P5, stride 32) feeds the head: pooled over
-    space it is the image descriptor; the neck and the detection head are not built.
+    The shared trunk (:func:`lucidyolo.models.build_trunk`) without its neck:
+    only the deepest backbone level (P5, stride 32) feeds the head; pooled over
+    space it is the image descriptor.
 
     Args:
         variant: scale-table row (``n s m l x``).
@@ -27,17 +28,16 @@ class Classifier(nn.Module):
     """Per-class rows (dim 0): starting from other weights maps them by class name."""
 
     def __init__(self, variant: str, num_classes: int, dropout: float = 0.0) -> None:
-        super().__init__()
+        super().__init__(SCALES[variant], neck=False)  # det's parameter names: a det run's backbone transfers
         self.variant = variant
         self.num_classes = num_classes
-        self.backbone = Backbone(SCALES[variant])
-        channels = self.backbone.out_channels[-1]
+        channels = self.out_channels[-1]
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(channels, num_classes)
 
     def forward(self, images: Tensor) -> dict[str, Tensor]:
-        p5 = self.backbone(images)[-1]  # (B, C5, S/32, S/32)
+        p5 = super().forward(images)[-1]  # (B, C5, S/32, S/32)
         return {"logits": self.fc(self.drop(self.pool(p5).flatten(1)))}
 
 
