@@ -30,12 +30,6 @@ def info(message: str) -> None:
         console.print(message, soft_wrap=not console.is_terminal)
 
 
-def debug(message: str) -> None:
-    """Print only with ``--verbose``."""
-    if _state["verbosity"] >= 2:
-        console.print(f"[dim]{message}[/dim]")
-
-
 def print_user_error(err: UserError) -> None:
     """One paragraph: what, why, how to fix."""
     text = f"[bold red]error:[/bold red] {escape(err.what)}"

@@ -221,23 +221,6 @@ def check_same_categories(train: ImageSource, val: ImageSource) -> None:
         )
 
 
-def open_splits(
-    data_root: Path | str | None,
-    fields: tuple[str, ...],
-    splits: tuple[str, ...] = ("train", "val"),
-    layout: str | None = None,
-    **explicit_paths: Path | str | None,
-) -> dict[str, ImageSource]:
-    """Read several splits of one dataset and check they share categories."""
-    root = None if data_root is None else Path(data_root)
-    exp = {k: v for k, v in explicit_paths.items() if v is not None}
-    out = {s: read_split(root, s, fields, layout=layout, explicit_paths=exp) for s in splits}
-    first = out[splits[0]]
-    for s in splits[1:]:
-        check_same_categories(first, out[s])
-    return out
-
-
 def open_source(
     data_root: Path | str | None,
     split: str,

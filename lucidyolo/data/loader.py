@@ -403,8 +403,3 @@ def build_val_loader(
         collate_fn=partial(collate_for_transport, fields=field_specs(fields)),
         **_loader_kwargs(int(val_num_workers), prefetch_factor, False, pin_memory),
     )
-
-
-def packed_batch_tensor_count(batch: PackedBatch) -> int:
-    """Shared-memory segments one batch costs crossing the worker boundary (its tensor count)."""
-    return batch.num_tensors

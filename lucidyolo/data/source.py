@@ -236,21 +236,11 @@ class ImageSource:
         bounds = np.searchsorted(p.ring_owner, self._inst_offsets, side="left")
         return np.diff(p.ring_offsets[bounds]).astype(np.int64), np.diff(bounds).astype(np.int64)
 
-    def all_labels(self) -> np.ndarray:
-        """``(M,)`` int64 labels of every instance of the split (read-only view)."""
-        v = self._labels.view()
-        v.flags.writeable = False
-        return v
-
     def all_hw(self) -> np.ndarray:
         """``(N_images, 2)`` int32 ``(h, w)`` of every image (read-only view)."""
         v = self._hw.view()
         v.flags.writeable = False
         return v
-
-    def label_of_category(self) -> dict[int, int]:
-        """Dataset category id -> contiguous label."""
-        return {c: i for i, c in enumerate(self.category_ids)}
 
     def __repr__(self) -> str:
         return (

@@ -188,6 +188,7 @@ def _fit(
     from lucidyolo.data.bad_images import drop_bad_images
     from lucidyolo.data.dota import refuse_untiled_scenes
     from lucidyolo.data.label_coverage import check_label_coverage
+    from lucidyolo.data.layouts import check_same_categories
     from lucidyolo.engine.build import (
         build_datamodule,
         build_system,
@@ -228,12 +229,7 @@ def _fit(
     if (coverage := check_label_coverage(train_src, "train")) is not None:  # refuses a split with no label at all
         log(f"[yellow]warning:[/yellow] {coverage}")
     num_classes = resolve_num_classes(cfg, train_src)
-    if list(val_src.class_names) != list(train_src.class_names):
-        raise UserError(
-            "The train and val splits declare different classes.",
-            why="labels would mean different things in training and validation.",
-            fix="Make both splits use the same category list.",
-        )
+    check_same_categories(train_src, val_src)
 
     cuda = uses_cuda(cfg)
     ranks = local_ranks(cfg, cuda)

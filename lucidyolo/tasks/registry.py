@@ -166,11 +166,6 @@ def _mark_conflicts(records: list[PluginRecord]) -> None:
             rec.error = f"task name or alias {key!r} is claimed by several plugins: {who}"
 
 
-def clear_cache() -> None:
-    """Forget discovered plugins (tests, or after installing a plugin at run time)."""
-    discover.cache_clear()
-
-
 def get_task(name: str) -> TaskSpec:
     """The spec of a task by name or alias.
 
