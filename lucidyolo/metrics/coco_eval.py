@@ -39,7 +39,7 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.atomic_write import atomic_open
-from lucidyolo.metrics.mapping import unletterbox_boxes
+from lucidyolo.metrics.mapping import unletterbox
 
 BOX_STAT_NAMES: tuple[str, ...] = (
     "AP", "AP50", "AP75", "APs", "APm", "APl",
@@ -352,10 +352,7 @@ def dets_to_coco_results(
             f"class index out of range [0, {len(category_ids)}): "
             f"min {labels.min()}, max {labels.max()}"
         )
-    if orig_hw is None:
-        boxes = unletterbox_boxes(arr[:, :4], scale, pad_x, pad_y, (0, 0), clip=False)
-    else:
-        boxes = unletterbox_boxes(arr[:, :4], scale, pad_x, pad_y, orig_hw)
+    boxes = unletterbox(arr[:, :4], scale, pad_x, pad_y, orig_hw)  # (n, 4), clipped when orig_hw is known
     xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)  # (n, 4)
     cat_lookup = np.asarray(category_ids, dtype=np.int64)[labels]  # (n,)
     return [

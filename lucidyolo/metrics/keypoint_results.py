@@ -23,20 +23,8 @@ import numpy as np
 import torch
 
 from lucidyolo.metrics.coco_eval import dets_to_coco_results
+from lucidyolo.metrics.mapping import unletterbox
 from lucidyolo.structures.keypoint_detections import KeypointDetections
-
-
-def unletterbox_points(
-    points: np.ndarray, scale: float, pad_x: float, pad_y: float, orig_hw: tuple[int, int] | None
-) -> np.ndarray:
-    """``(..., 2)`` network-input ``x, y`` -> original pixels, clipped to the image unless ``orig_hw`` is None."""
-    if scale <= 0:
-        raise ValueError(f"letterbox scale must be > 0, got {scale}")
-    out = (np.asarray(points, np.float64) - np.array([pad_x, pad_y], np.float64)) / scale
-    if orig_hw is not None:
-        h, w = orig_hw
-        out = np.clip(out, 0.0, np.array([w, h], np.float64))
-    return out
 
 
 def keypoint_results(
@@ -75,7 +63,7 @@ def keypoint_results(
         raise ValueError(f"keypoints must be (N, K, 3) for rows (N, 6), got {kps.shape} for {rows.shape}")
     out = dets_to_coco_results(rows, image_id, category_ids, scale, pad_x, pad_y, orig_hw)
     kept = kps[rows[:, 4] > 0]  # (n, K, 3): the rows dets_to_coco_results kept, same order
-    xy = unletterbox_points(kept[..., :2], scale, pad_x, pad_y, orig_hw)  # (n, K, 2)
+    xy = unletterbox(kept[..., :2], scale, pad_x, pad_y, orig_hw)  # (n, K, 2)
     flat = np.concatenate([xy, kept[..., 2:3]], axis=-1).reshape(len(out), 3 * kps.shape[1])  # (n, 3K)
     for d, k in zip(out, flat.tolist(), strict=True):
         d["keypoints"] = k

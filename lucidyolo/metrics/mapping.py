@@ -1,9 +1,10 @@
-"""Map boxes from the letterboxed network frame back to original image pixels.
+"""Map coordinates from the letterboxed network frame back to original image pixels.
 
 The letterbox is ``x_net = x_orig * scale + pad_x`` (and the same for ``y``
 with ``pad_y``): an aspect-preserving resize followed by a translation. Its
-inverse is closed form, so a round trip is exact up to float rounding, and it
-is applied to whole ``(N, 4)`` arrays at once.
+inverse is closed form, so a round trip is exact up to float rounding;
+:func:`unletterbox` applies it to whole arrays of boxes, points or polygons at
+once and is the only implementation every task's output path uses.
 """
 
 from __future__ import annotations
@@ -16,48 +17,42 @@ import torch
 ArrayLike = torch.Tensor | np.ndarray
 
 
-def unletterbox_boxes(
-    boxes: ArrayLike,
-    scale: float,
-    pad_x: float,
-    pad_y: float,
-    orig_hw: tuple[int, int],
-    clip: bool = True,
+def unletterbox(
+    points: ArrayLike, scale: float, pad_x: float, pad_y: float, orig_hw: tuple[int, int] | None = None
 ) -> ArrayLike:
-    """Undo the letterbox on ``xyxy`` boxes and clip them to the original image.
+    """The one inverse letterbox: ``x = (x_net - pad_x) / scale``, ``y = (y_net - pad_y) / scale``.
 
     Args:
-        boxes: ``(N, 4)`` ``x1, y1, x2, y2`` in network-input pixels (tensor or
-            ndarray; the result has the same kind and dtype, float64 input stays
-            float64).
+        points: ``(..., 2k)`` interleaved ``x, y`` in network-input pixels: ``xyxy`` boxes (``k = 2``),
+            points ``(..., 2)``, a polygon's flat coordinates. A tensor or an ndarray; the result has the
+            same kind and dtype (integers become float64).
         scale: resize factor applied to the original image (``> 0``).
         pad_x: left padding in network pixels added after resizing.
         pad_y: top padding in network pixels added after resizing.
-        orig_hw: ``(height, width)`` of the original image in pixels.
-        clip: clip to ``[0, width] x [0, height]`` (the COCO pixel frame, whose
-            right/bottom edge is the image size, not size - 1).
+        orig_hw: ``(height, width)`` of the original image: clip to ``[0, width] x [0, height]`` (the COCO
+            pixel frame, whose right/bottom edge is the image size, not size - 1); ``None`` keeps
+            coordinates outside the image.
 
     Returns:
-        ``(N, 4)`` ``xyxy`` boxes in original pixels.
+        The same shape in original-image pixels.
     """
     if scale <= 0:
         raise ValueError(f"letterbox scale must be > 0, got {scale}")
-    h, w = orig_hw
-    if isinstance(boxes, torch.Tensor):
-        shift = boxes.new_tensor([pad_x, pad_y, pad_x, pad_y])
-        out = (boxes - shift) / scale  # (N, 4)
-        if clip:
-            upper = boxes.new_tensor([w, h, w, h])
-            out = torch.minimum(out.clamp(min=0), upper)
-        return out
-    arr = np.asarray(boxes)
+    if isinstance(points, torch.Tensor):
+        arr = points if points.is_floating_point() else points.double()
+        pairs = arr.reshape(*arr.shape[:-1], arr.shape[-1] // 2, 2)  # (..., k, 2)
+        out = (pairs - pairs.new_tensor([pad_x, pad_y])) / scale
+        if orig_hw is not None:
+            out = torch.minimum(out.clamp(min=0), out.new_tensor([orig_hw[1], orig_hw[0]]))
+        return out.reshape(arr.shape)
+    arr = np.asarray(points)
     if not np.issubdtype(arr.dtype, np.floating):
         arr = arr.astype(np.float64)
-    shift = np.array([pad_x, pad_y, pad_x, pad_y], dtype=arr.dtype)
-    out = (arr - shift) / np.asarray(scale, dtype=arr.dtype)  # (N, 4)
-    if clip:
-        out = np.clip(out, 0, np.array([w, h, w, h], dtype=arr.dtype))
-    return out
+    pairs = arr.reshape(*arr.shape[:-1], arr.shape[-1] // 2, 2)  # (..., k, 2)
+    out = (pairs - np.array([pad_x, pad_y], arr.dtype)) / np.asarray(scale, dtype=arr.dtype)
+    if orig_hw is not None:
+        out = np.clip(out, 0, np.array([orig_hw[1], orig_hw[0]], arr.dtype))
+    return out.reshape(arr.shape)
 
 
 def letterbox_boxes(boxes: ArrayLike, scale: float, pad_x: float, pad_y: float) -> ArrayLike:

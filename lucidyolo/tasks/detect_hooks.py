@@ -124,11 +124,11 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
 def predict(decoded: Tensor, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
             class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
     """One image's ``(300, 6)`` rows -> ``{"box": xyxy original px, "score", "label", "name"}`` dicts."""
-    from lucidyolo.metrics.mapping import unletterbox_boxes
+    from lucidyolo.metrics.mapping import unletterbox
 
     dets = decoded[decoded[:, 4] >= max(conf, 1e-9)]
     scale, pad_x, pad_y = letterbox
-    boxes = np.asarray(unletterbox_boxes(dets[:, :4].double().numpy(), scale, pad_x, pad_y, image_hw))
+    boxes = np.asarray(unletterbox(dets[:, :4].double().numpy(), scale, pad_x, pad_y, image_hw))
     scores, labels = dets[:, 4].numpy(), dets[:, 5].long().numpy()
     return [
         {"box": [round(float(v), 2) for v in b], "score": round(float(s), 4), "label": int(c),

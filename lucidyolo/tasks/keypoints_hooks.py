@@ -216,13 +216,13 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
 def predict(decoded: KeypointDetections, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
             class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
     """Detection's dicts plus ``"keypoints"``: ``[[x, y, confidence], ...]`` (K points) in original pixels."""
-    from lucidyolo.metrics.keypoint_results import unletterbox_points
+    from lucidyolo.metrics.mapping import unletterbox
 
     keep = decoded.rows[:, 4] >= max(conf, 1e-9)
     rows = detect_hooks.predict(decoded=decoded.rows[keep], image_hw=image_hw, letterbox=letterbox,
                                 class_names=class_names, conf=conf)
     points = decoded.keypoints[keep].double().numpy()  # (N, K, 3)
-    xy = unletterbox_points(points[..., :2], *letterbox, image_hw)
+    xy = unletterbox(points[..., :2], *letterbox, image_hw)
     for row, p_xy, p_conf in zip(rows, xy, points[..., 2], strict=True):
         row["keypoints"] = [[round(float(x), 2), round(float(y), 2), round(float(c), 4)]
                             for (x, y), c in zip(p_xy, p_conf, strict=True)]

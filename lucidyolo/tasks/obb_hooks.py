@@ -125,9 +125,10 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
 def unletterbox_rboxes(rboxes: np.ndarray, scale: float, pad_x: float, pad_y: float) -> np.ndarray:
     """``(N, 5)`` rotated boxes in network-input pixels -> original pixels (the angle is unchanged)."""
+    from lucidyolo.metrics.mapping import unletterbox
+
     out = np.array(rboxes, dtype=np.float64).reshape(-1, 5)
-    out[:, 0] = (out[:, 0] - pad_x) / scale
-    out[:, 1] = (out[:, 1] - pad_y) / scale
+    out[:, 0:2] = unletterbox(out[:, 0:2], scale, pad_x, pad_y)  # centres move; sizes only scale
     out[:, 2:4] /= scale
     return out
 

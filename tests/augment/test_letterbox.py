@@ -9,8 +9,8 @@ from lucidyolo.data.augment.letterbox import (
     letterbox_image,
     letterbox_params,
     letterbox_targets,
-    unletterbox_points,
 )
+from lucidyolo.metrics.mapping import unletterbox
 from tests.augment.scenes import rect_scene, rect_targets
 
 
@@ -21,7 +21,7 @@ def test_letterbox_round_trip_is_exact(hw):
     rng = np.random.default_rng(0)
     pts = rng.uniform(0, 1, (50, 4)) * np.array([w, h, w, h])
     fwd = pts * p.scale + np.array([p.pad_x, p.pad_y, p.pad_x, p.pad_y])
-    back = unletterbox_points(fwd, p)
+    back = unletterbox(fwd, p.scale, p.pad_x, p.pad_y)
     np.testing.assert_allclose(back, pts, rtol=0, atol=1e-9)
     # the long side fills the input, the padding is centred and integral
     assert max(h * p.scale, w * p.scale) == pytest.approx(320)
@@ -40,7 +40,7 @@ def test_letterbox_image_and_targets_agree():
     # padding rows (top and bottom) are the fill grey
     assert p.pad_y > 0
     assert (out[: int(p.pad_y)] == 114).all() and (out[-int(p.pad_y) :] == 114).all()
-    back = unletterbox_points(t.boxes, p)
+    back = unletterbox(t.boxes, p.scale, p.pad_x, p.pad_y)
     np.testing.assert_allclose(back[0], box, atol=1e-4)
 
 

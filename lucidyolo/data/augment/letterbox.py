@@ -3,7 +3,7 @@
 The letterbox is the isotropic affine ``x' = scale * x + pad_x``,
 ``y' = scale * y + pad_y`` (edge pixel coordinates). The image is rendered with
 that very affine (:func:`lucidyolo.data.augment.affine.render_affine`), so
-mapping predictions back with :func:`unletterbox_points` is exact: no per-axis
+mapping predictions back with :func:`lucidyolo.metrics.mapping.unletterbox` is exact: no per-axis
 rounding of the resized size enters the coordinates.
 """
 
@@ -63,20 +63,3 @@ def letterbox_image(image: np.ndarray, size: int) -> tuple[np.ndarray, Letterbox
 def letterbox_targets(targets: Targets, params: LetterboxParams) -> Targets:
     """Map targets into the letterboxed frame (no clipping: letterbox keeps the whole image)."""
     return transform_targets(targets, params.as_affine())
-
-
-def unletterbox_points(points: np.ndarray, params: LetterboxParams) -> np.ndarray:
-    """Closed-form inverse for anything stored as ``x, y`` pairs along the last axis.
-
-    Args:
-        points: ``(..., 2k)`` array of interleaved ``x, y`` (boxes xyxy are
-            ``k = 2``; keypoints ``(..., 2)``).
-
-    Returns:
-        Same shape, float64, in original-image pixels.
-    """
-    p = np.asarray(points, dtype=np.float64)
-    out = p.copy()
-    out[..., 0::2] = (p[..., 0::2] - params.pad_x) / params.scale
-    out[..., 1::2] = (p[..., 1::2] - params.pad_y) / params.scale
-    return out
