@@ -59,3 +59,37 @@ def test_matches_per_image_reference_and_caps_at_max_det() -> None:
 def test_empty_input_gives_zero_rows() -> None:
     dets, kept = nms_decode(torch.rand(2, 10, 4), torch.full((2, 10, 3), -20.0))
     assert dets.shape == (2, 300, 6) and (kept == -1).all() and (dets == 0).all()
+
+
+def test_grouped_nms_keeps_what_torchvisions_batched_nms_keeps():
+    from torchvision.ops import batched_nms
+
+    from lucidyolo.decode.nms import grouped_nms
+
+    g = torch.Generator().manual_seed(3)
+    xy = torch.rand(5000, 2, generator=g) * 300
+    boxes = torch.cat([xy, xy + torch.rand(5000, 2, generator=g) * 60 + 2], 1)
+    scores = torch.rand(5000, generator=g)  # distinct: the order of survivors is unique
+    groups = torch.randint(0, 120, (5000,), generator=g)
+    want = batched_nms(boxes, scores, groups, 0.5)  # the oracle: torchvision's own
+    got = grouped_nms(boxes, scores, groups, 0.5)
+    assert torch.equal(got, want)
+    assert grouped_nms(boxes[:0], scores[:0], groups[:0], 0.5).numel() == 0
+
+
+def test_the_pre_nms_cap_changes_no_row_while_max_det_boxes_survive_it():
+    from lucidyolo.decode.nms import nms_decode
+
+    g = torch.Generator().manual_seed(4)
+    b, a, c = 2, 4000, 5
+    xy = torch.rand(b, a, 2, generator=g) * 600
+    boxes = torch.cat([xy, xy + torch.rand(b, a, 2, generator=g) * 40 + 2], -1)
+    logits = torch.randn(b, a, c, generator=g)  # an untrained model: every anchor above 0.001
+    full, full_idx = nms_decode(boxes, logits, pre_nms_topk=None)
+    capped, capped_idx = nms_decode(boxes, logits, pre_nms_topk=1000)
+    assert (full[..., 4] > 0).sum(1).tolist() == [300, 300]
+    assert torch.equal(capped, full) and torch.equal(capped_idx, full_idx)
+    # a cap below what max_det needs returns fewer rows, never other ones
+    few, _ = nms_decode(boxes, logits, pre_nms_topk=50)
+    n = int((few[0, :, 4] > 0).sum())
+    assert 0 < n <= 50 and set(few[0, :n, 4].tolist()) <= set(full[0, :, 4].tolist())
