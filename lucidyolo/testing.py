@@ -145,6 +145,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     done["make_synthetic"] = f"{len(source)} images, {source.num_instances} instances"
     if spec.read_split is not None:
         done["read_split"] = source.layout
+    done["augment"] = _check_training_augment(source, spec.fields, img_size)
     dataset = ValDataset(source, img_size)
     images, gt, meta = unpack(collate_packed([dataset[i] for i in range(len(source))], spec.fields), "cpu")
     num_classes = len(source.class_names)
@@ -223,8 +224,64 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             path = export_onnx(deployed, work / f"{spec.name}.onnx", img_size=img_size, output_names=spec.export.outputs)
             result = spec.export.check(deployed=deployed, onnx_path=path, images=images[:1])
             assert isinstance(result.get("passed"), bool), "export.check must return a dict with a bool 'passed'"
-            done["export.check"] = result["passed"]
+            assert result["passed"], f"export.check: onnxruntime disagrees with PyTorch: {result.get('summary', result)}"
+            done["export.check"] = result.get("summary", "passed")
     return done
+
+
+def _check_training_augment(source: Any, fields: tuple[str, ...], img_size: int, seeds: int = 4) -> str:
+    """Every field of a training sample goes through mosaic, affine and the horizontal flip consistently.
+
+    * A field with geometry (an ``affine`` rule) has a ``flip`` rule too, or a flip would mirror the
+      pixels and leave the field where it was.
+    * Each sample is drawn twice from the same random stream, with ``flip_lr`` 0 and 1 (the flip's draw is
+      taken either way, so the two differ only by the mirror): the flipped image is the unflipped one
+      mirrored, and its targets are the unflipped targets mirrored by the boxes' and each field's own flip
+      rule, compared as the field packs them for a batch (a rule that depends on more than the values, the
+      width and the meta fails here).
+    * Mirroring twice gives the unflipped targets back (a rule like ``x' = W - x + 1`` drifts).
+
+    Raises:
+        AssertionError: naming the field and the broken property.
+    """
+    import numpy as np
+
+    from lucidyolo.data.augment.flip import hflip_targets
+    from lucidyolo.data.augment.pipeline import TrainAugment, strengths_for_variant
+    from lucidyolo.structures.fields import field_specs
+
+    meta = source.meta()
+    for spec in field_specs(fields):
+        assert spec.affine is None or spec.flip is not None or not spec.can_flip(meta), (
+            f"augment: field {spec.name!r} has an affine rule but no flip rule: a flip would mirror the pixels "
+            "and leave the field unmirrored (give it a flip rule, or a can_flip that refuses)"
+        )
+
+    def same(x: Any, y: Any, what: str) -> None:
+        for name in ("boxes", "labels", "difficult"):
+            assert np.allclose(getattr(x, name), getattr(y, name), atol=1e-3), f"augment: {name} {what}"
+        for spec in y.present_fields():
+            counts = np.array([len(y)])
+            a, b = spec.pack([x.values_of(spec)], counts), spec.pack([y.values_of(spec)], counts)
+            for key in a:
+                assert np.allclose(a[key], b[key], atol=1e-3), f"augment: field {spec.name!r} ({key}) {what}"
+
+    augs = [
+        TrainAugment(len(source), source.load_image, source.targets, img_size,
+                     strengths_for_variant("n", flip_lr=p, mixup=0.0), meta)
+        for p in (0.0, 1.0)
+    ]
+    instances = 0
+    for seed in range(seeds):
+        plain, flipped = (aug(seed % len(source), np.random.default_rng(seed)) for aug in augs)
+        if not all(f.can_flip(meta) for f in plain.targets.present_fields()):
+            return "not flipped: the dataset meta cannot mirror a field (e.g. keypoints without flip_idx)"
+        assert np.array_equal(flipped.image, plain.image[:, :, ::-1]), "augment: the flipped image is not the mirror"
+        want = hflip_targets(plain.targets, img_size, meta)
+        same(flipped.targets, want, "of the flipped sample are not the unflipped sample mirrored by the flip rules")
+        same(hflip_targets(want, img_size, meta), plain.targets, "mirrored twice is not the unflipped sample")
+        instances += len(want)
+    return f"{seeds} mosaic samples flipped and mirrored, {instances} instances"
 
 
 def _check_transfer(spec: TaskSpec, cfg: Any, model: Any, names: list[str], meta: dict[str, Any]) -> str:

@@ -121,11 +121,12 @@ def test_contract_check_runs_every_detection_hook_on_tiny_inputs(tmp_path):
 
     done = exercise_hooks(get_task("det"), workdir=tmp_path)
     assert set(done) == {
-        "make_synthetic", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw",
+        "make_synthetic", "augment", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw",
         "evaluate", "gate.score", "export.deploy", "export.check", "transfer_weights",
     }
     assert "classes: 4 of 5 matched by name" in done["transfer_weights"]
-    assert done["evaluate"] == ["e2e", "nms"] and done["export.check"] is True
+    assert done["evaluate"] == ["e2e", "nms"] and "rows matched" in done["export.check"]
+    assert done["augment"].startswith("4 mosaic samples flipped and mirrored")
     assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "l1"]
 
 
@@ -135,7 +136,7 @@ def test_contract_check_runs_every_keypoint_hook_and_records_the_protocol_refusa
 
     done = exercise_hooks(get_task("pose"), workdir=tmp_path)
     assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "kpt", "l1", "oks"]
-    assert done["export.check"] is True
+    assert "points compared" in done["export.check"] and "flipped and mirrored" in done["augment"]
     # the synthetic symbols have 7 points: COCO's keypoint protocol (17 person sigmas) refuses them
     assert done["evaluate"].startswith("refused: ") and "17 person points" in done["evaluate"]
 
@@ -146,7 +147,65 @@ def test_contract_check_runs_every_obb_hook(tmp_path):
 
     done = exercise_hooks(get_task("oriented"), workdir=tmp_path)
     assert done["decode"][1:] == (300, 7) and done["build_criterion"] == ["angle", "box", "cls", "l1"]
-    assert done["evaluate"] == ["e2e", "nms"] and done["export.check"] is True
+    assert done["evaluate"] == ["e2e", "nms"] and "rows matched" in done["export.check"]
+    assert "flipped and mirrored" in done["augment"]
+
+
+def _swap_field(monkeypatch, name, **changes):
+    """Replace a registered field's rules for one test (the registry is process-wide)."""
+    import dataclasses
+
+    from lucidyolo.structures import fields
+
+    broken = dataclasses.replace(fields.get_field(name), **changes)
+    monkeypatch.setitem(fields._FIELDS, name, broken)
+    for attr in broken.attrs:
+        monkeypatch.setitem(fields._ATTRS, attr.name, (broken, attr))
+
+
+def test_contract_check_refuses_a_geometric_field_without_a_flip_rule(tmp_path, monkeypatch):
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    spec = get_task("obb")
+    _swap_field(monkeypatch, "rboxes", flip=None)
+    with pytest.raises(AssertionError, match="field 'rboxes' has an affine rule but no flip rule"):
+        exercise_hooks(spec, workdir=tmp_path)
+
+
+def test_contract_check_refuses_a_flip_rule_that_does_not_undo_itself(tmp_path, monkeypatch):
+    from lucidyolo.structures import fields
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    spec = get_task("obb")
+    good = fields.get_field("rboxes").flip
+
+    def drifting(values, right, meta):  # mirrors the centres and shrinks them by 1 %: not its own inverse
+        out = good(values, right, meta)
+        out["rboxes"] = (out["rboxes"] * [0.99, 1, 1, 1, 1]).astype("float32")
+        return out
+
+    _swap_field(monkeypatch, "rboxes", flip=drifting)
+    with pytest.raises(AssertionError, match="field 'rboxes' .*mirrored twice is not the unflipped sample"):
+        exercise_hooks(spec, workdir=tmp_path)
+
+
+def test_contract_check_fails_on_a_failed_export_parity(tmp_path):
+    import dataclasses
+
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    det = get_task("det")
+    assert det.export is not None and det.export.check is not None
+
+    def disagreeing(**_):
+        return {"passed": False, "summary": "3 rows differ"}
+
+    liar = dataclasses.replace(det, export=dataclasses.replace(det.export, check=disagreeing))
+    with pytest.raises(AssertionError, match="export.check: onnxruntime disagrees with PyTorch: 3 rows differ"):
+        exercise_hooks(liar, workdir=tmp_path)
 
 
 def test_contract_check_names_the_hook_that_breaks_its_contract(tmp_path):
