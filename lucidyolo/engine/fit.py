@@ -186,7 +186,7 @@ def _fit(
     import torch
 
     from lucidyolo.data.bad_images import drop_bad_images
-    from lucidyolo.data.dota import refuse_untiled_scenes
+    from lucidyolo.data.dota.reader import refuse_untiled_scenes
     from lucidyolo.data.label_coverage import check_label_coverage
     from lucidyolo.data.layouts import check_same_categories
     from lucidyolo.engine.build import (
