@@ -171,8 +171,8 @@ def refuse_untiled_scenes(source: ImageSource, img_size: int) -> None:
     """Refuse to train on whole DOTA scenes: a ``labelTxt`` split whose images are larger than the training size.
 
     Letterboxing a 4000 px scene to 1024 px shrinks a 12 px vehicle to 3 px, so
-    the run would train on objects the tiles show at their real size. The fit
-    check :func:`read_dota` attaches to its source.
+    the run would train on objects the tiles show at their real size. This is
+    the fit check :func:`read_dota` attaches to its source.
 
     Args:
         source: a split read by :func:`read_dota`.
