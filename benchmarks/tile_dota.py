@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lucidyolo.data.tiling import tile_dota
+from lucidyolo.data.dota.tiler import tile_dota
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -1,6 +1,6 @@
 """``lucid data tile``: cut large scenes into training tiles (no torch imports).
 
-The tiler itself (:mod:`lucidyolo.data.tiling`, numpy/shapely/PIL) is imported
+The tiler itself (:mod:`lucidyolo.data.dota.tiler`, numpy/shapely/PIL) is imported
 inside the command, so ``lucid --help`` and ``lucid data tile dota --help``
 stay light.
 """
@@ -42,7 +42,7 @@ def dota(
 
         raise DataError("No DOTA root given.", why="the tiler reads the scenes from a dataset root.",
                         fix="Pass --data-root PATH (the folder with {split}/images and {split}/labelTxt).")
-    from lucidyolo.data.tiling import tile_dota
+    from lucidyolo.data.dota.tiler import tile_dota
 
     names = [s.strip() for s in splits.split(",") if s.strip()]
     progress = None

@@ -192,7 +192,7 @@ def read_split(
         assert r.yaml is not None
         return read_yolo(r.yaml, split, fields, name=name)
     if r.layout == "dota":
-        from lucidyolo.data.dota import read_dota
+        from lucidyolo.data.dota.reader import read_dota
 
         assert r.split_dir is not None
         return read_dota(r.split_dir, fields, name=name)

@@ -11,7 +11,7 @@ Numpy only: this module must import without torch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,9 @@ import numpy as np
 from lucidyolo.data.image_io import read_image
 from lucidyolo.structures.fields import attr_spec, field_specs
 from lucidyolo.structures.targets import Targets
+
+#: A reader's fit-time check of a training split: ``check(source, img_size)``, raising DataError to refuse it.
+FitCheck = Callable[["ImageSource", int], None]
 
 
 class ImageSource:
@@ -48,6 +51,11 @@ class ImageSource:
         unreadable_images: ``(path, reason)`` of image files the reader left
             out because it could not read them (only with
             ``--data.skip_bad_images``; otherwise it refuses the split).
+        fit_checks: the reader's checks of a training split, each called as
+            ``check(source, img_size)`` by :meth:`run_fit_checks` and raising
+            :class:`~lucidyolo.errors.DataError` on a split that must not be
+            trained on as it is (a DOTA split of whole scenes); empty for a
+            reader without such a rule.
     """
 
     def __init__(
@@ -84,6 +92,7 @@ class ImageSource:
         self.labels_from: Path | None = None
         self.images_without_label_file: int | None = None
         self.unreadable_images: list[tuple[Path, str]] = []
+        self.fit_checks: tuple[FitCheck, ...] = ()
         self._root = Path(root)
         # utf-8 bytes in one fixed-width buffer: no per-path Python object.
         self._rel_paths = np.asarray(rel_paths, dtype=np.bytes_)
@@ -198,7 +207,17 @@ class ImageSource:
             flip_idx=self.flip_idx, ann_file=self.ann_file, name=self.name, layout=self.layout,
         )
         out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
+        out.fit_checks = self.fit_checks
         return out
+
+    def run_fit_checks(self, img_size: int) -> None:
+        """Run the reader's :attr:`fit_checks` on this split before training at ``img_size`` px.
+
+        Raises:
+            DataError: from the first check that refuses the split.
+        """
+        for check in self.fit_checks:
+            check(self, img_size)
 
     # ------------------------------------------------------------ whole split
     def instance_counts(self) -> np.ndarray:

@@ -186,7 +186,6 @@ def _fit(
     import torch
 
     from lucidyolo.data.bad_images import drop_bad_images
-    from lucidyolo.data.dota import refuse_untiled_scenes
     from lucidyolo.data.label_coverage import check_label_coverage
     from lucidyolo.data.layouts import check_same_categories
     from lucidyolo.engine.build import (
@@ -219,7 +218,7 @@ def _fit(
     check_accelerator(cfg)
     data_root = data_root_of(spec, cfg)
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
-    refuse_untiled_scenes(train_src, cfg.data.img_size)
+    train_src.run_fit_checks(cfg.data.img_size)  # the reader's own refusals of a training split
     val_src = open_split(spec, cfg, data_root, cfg.data.val_split, "val")
     skipped: dict[str, list[tuple[Path, str]]] = {}
     if cfg.data.skip_bad_images:

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
+from lucidyolo.data.dota.staging import _host
+from lucidyolo.data.dota.tiler import tile_dota
 from lucidyolo.data.layouts import open_source
-from lucidyolo.data.tiling import _host, tile_dota
 from lucidyolo.errors import DataError
 from tests.conftest import BIN, real_data_root
 from tests.data.test_tiling import _files, make_root

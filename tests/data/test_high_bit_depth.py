@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lucidyolo.data.dota.scene import open_scene
 from lucidyolo.data.image_io import read_image
-from lucidyolo.data.tiling import open_scene
 from lucidyolo.errors import DataError
 
 from .conftest import run_data_cli

@@ -11,14 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lucidyolo.data.dota.clip import clip_objects, object_polygons
+from lucidyolo.data.dota.tiler import tile_dota
+from lucidyolo.data.dota.windows import tile_windows, window_starts
 from lucidyolo.data.layouts import open_source
-from lucidyolo.data.tiling import (
-    clip_objects,
-    object_polygons,
-    tile_dota,
-    tile_windows,
-    window_starts,
-)
 from lucidyolo.errors import DataError
 from tests.task_fields import fields_of
 
@@ -261,7 +257,7 @@ def test_corrupt_scene_leaves_nothing_behind(tmp_path):
 
 def test_tiling_modules_import_without_torch():
     code = (
-        "import sys\nimport lucidyolo.data.tiling, lucidyolo.cli.tile, lucidyolo.cli.data\n"
+        "import sys\nimport lucidyolo.data.dota.tiler, lucidyolo.cli.tile, lucidyolo.cli.data\n"
         "print(','.join(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning', 'pytorch_lightning', 'torchvision')))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -66,7 +66,7 @@ def test_whole_scenes_rebuilt_from_tiles_hold_every_labelled_object_once(tmp_pat
     """Tile, then rebuild each scene's ground truth by core ownership: one copy of every labelTxt object."""
     import numpy as np
 
-    from lucidyolo.data.dota import parse_dota_label_file
+    from lucidyolo.data.dota.reader import parse_dota_label_file
     from lucidyolo.data.layouts import open_source
     from lucidyolo.metrics.rotated_map import rotated_iou
     from lucidyolo.metrics.scene_merge import scene_ground_truth

@@ -29,6 +29,8 @@ def read_split(root: Any, split: str, fields: tuple[str, ...], layout: Any, expl
     """One split of a dataset layout the built-in COCO / YOLO / DOTA readers do not know, as an ``ImageSource``.
 
     Leave it out (not in ``IMPLEMENTED``) to read COCO, YOLO or DOTA roots with the built-in readers.
+    A split that must not be trained on as it is can say so: set ``source.fit_checks`` to callables
+    ``check(source, img_size)`` that raise ``DataError``; ``lucid fit`` runs them on the training split.
     """
     raise _todo("read_split")
 

@@ -7,6 +7,11 @@ class outside that list (for example DOTA-v1.5's ``container-crane``) fails
 loudly naming ``file:line``. The corner ring is kept as the polygon (seg), fit
 to a canonical rotated box (obb) or to its enclosing box (det). Corners past
 the image edge are clipped.
+
+The source :func:`read_dota` returns carries one fit-time check
+(:attr:`~lucidyolo.data.source.ImageSource.fit_checks`),
+:func:`refuse_untiled_scenes`: ``lucid fit`` trains on tiles, never on whole
+scenes larger than the training size.
 """
 
 from __future__ import annotations
@@ -151,25 +156,32 @@ def read_dota(split_dir: Path, fields: tuple[str, ...], *, name: str = "") -> Im
         # No label file = background scene.
         t = dota_targets(*parse_dota_label_file(lab), fields, h, w) if lab.is_file() else None
         builder.add(img.name, i, (h, w), t)
-    return builder.build(
+    src = builder.build(
         root=img_dir.resolve(),
         class_names=list(DOTA_V1_CLASSES),
         category_ids=list(range(len(DOTA_V1_CLASSES))),
         name=name or str(split_dir),
         layout="dota",
     )
+    src.fit_checks = (refuse_untiled_scenes,)
+    return src
 
 
 def refuse_untiled_scenes(source: ImageSource, img_size: int) -> None:
     """Refuse to train on whole DOTA scenes: a ``labelTxt`` split whose images are larger than the training size.
 
     Letterboxing a 4000 px scene to 1024 px shrinks a 12 px vehicle to 3 px, so
-    the run would train on objects the tiles show at their real size.
+    the run would train on objects the tiles show at their real size. This is
+    the fit check :func:`read_dota` attaches to its source.
+
+    Args:
+        source: a split read by :func:`read_dota`.
+        img_size: the training size in pixels.
 
     Raises:
         DataError: naming the largest scene and ``lucid data tile dota``.
     """
-    if source.layout != "dota" or len(source) == 0:
+    if len(source) == 0:
         return
     hw = source.all_hw()
     sides = hw.max(axis=1)
