@@ -204,5 +204,8 @@ def suggest(word: str, options: Collection[str] = (), config_keys: bool = True) 
                               False)
         close = difflib.get_close_matches(norm, list(leaves), n=1, cutoff=0.75)
         if close:
-            return Suggestion(leaves[close[0]], "every config key is written with its section.", False)
+            key = leaves[close[0]]
+            # a top-level key (`seed`) has no section: the word is a plain misspelling
+            why = "every config key is written with its section." if "." in key else None
+            return Suggestion(key, why, False)
     return None

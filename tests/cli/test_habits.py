@@ -90,3 +90,11 @@ def test_a_command_option_wins_over_the_dotted_key():
     assert suggest("--imgsz", []).spelling == "data.img_size"  # fit: the key
     assert suggest("imgsz", [], config_keys=False) is None  # no option, no overrides: nothing to name
     assert parse_overrides(["--seed", "3", "data.img_size=320"]) == {"seed": 3, "data": {"img_size": 320}}
+
+
+def test_a_misspelt_top_level_key_is_not_told_to_add_a_section():
+    # `seed` lives at the top level: "written with its section" would send the user looking for one
+    top = suggest("--sed", [])
+    assert top is not None and top.spelling == "seed" and top.why is None
+    nested = suggest("--batch_sise", [])
+    assert nested is not None and nested.spelling == "data.batch_size" and "section" in nested.why
