@@ -29,6 +29,10 @@ def evaluate(
         True, "--fold/--no-fold",
         help="Fold BatchNorm into the convolutions (faster); --no-fold scores the graph exactly as training validated it.",
     ),
+    coco_backend: str = typer.Option(
+        "auto", "--coco-backend", metavar="auto|pycocotools|faster_coco_eval",
+        help="Library that scores COCO results (same protocol; auto: faster_coco_eval when installed).",
+    ),
 ) -> None:
     """Score a checkpoint with its task's protocol (pycocotools for det), both decode paths."""
     from lucidyolo.engine.evaluate import run_eval
@@ -41,7 +45,7 @@ def evaluate(
         checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=flag in ("true", "1", "yes") and not no_masks,
         img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
-        fold=fold,
+        fold=fold, coco_backend=coco_backend,
     )
     print_report(report)
 

@@ -50,6 +50,7 @@ def run_eval(
     checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True, masks: bool = True,
     img_size: int | None = None, batch_size: int | None = None, device: str = "auto", limit: int | None = None,
     output: Path | None = None, save_json: Path | None = None, task: str | None = None, fold: bool = True,
+    coco_backend: str = "auto",
 ) -> dict[str, Any]:
     """Score a checkpoint; returns the report dict (also written to ``output``).
 
@@ -57,7 +58,8 @@ def run_eval(
     training run validated with, to the last bit (folding changes float rounding,
     which can swap near-tied detections). ``img_size`` defaults to the run's
     ``data.img_size`` (the size it was trained and validated at); the report
-    says which was used (``img_size``, ``img_size_source``).
+    says which was used (``img_size``, ``img_size_source``). ``coco_backend``
+    picks the library that scores COCO results (:mod:`lucidyolo.metrics.coco_backend`).
     """
     from lucidyolo.engine.fit import quiet_known_warnings
 
@@ -66,7 +68,10 @@ def run_eval(
     from lucidyolo.engine.build import data_root_of, open_split
     from lucidyolo.engine.restore import restore
     from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.metrics.coco_backend import resolve_backend, using_backend
     from lucidyolo.metrics.coco_eval import save_results_json
+
+    resolve_backend(coco_backend)  # a bad name or a missing library fails before the model loads
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the report names (and hashes) the file it scored
     restored = restore(checkpoint, ema=ema, task=task)
@@ -96,10 +101,12 @@ def run_eval(
     dev = pick_device(device)
     from lucidyolo.models.inference_view import inference_model
 
-    outcome = spec.evaluate(
-        model=inference_model(restored.model, ("e2e", "nms"), dev, fold=fold), decode=spec.decode, source=source, img_size=img_size,
-        batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit, options={"masks": masks},
-    )
+    with using_backend(coco_backend):
+        outcome = spec.evaluate(
+            model=inference_model(restored.model, ("e2e", "nms"), dev, fold=fold), decode=spec.decode, source=source,
+            img_size=img_size, batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit,
+            options={"masks": masks},
+        )
     paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
     if save_json is not None:
         for i, (path, rows) in enumerate(results.items()):  # the first path keeps the given name
@@ -116,7 +123,7 @@ def run_eval(
         "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),
         "img_size": img_size,
         "img_size_source": size_source,
-        "engine": outcome.get("engine", "pycocotools"),
+        "engine": outcome.get("engine") or _scoring_engine(outcome["paths"], spec.name),
         "versions": library_versions(),
         "config": cfg.model_dump(mode="json"),
         "paths": paths,
@@ -128,6 +135,16 @@ def run_eval(
         with atomic_open(output, "w", encoding="utf-8") as f:
             f.write(json.dumps(report, indent=2))
     return report
+
+
+def _scoring_engine(paths: dict[str, Any], task: str) -> str:
+    """The COCO backends named by the scored results, or the task's own protocol when none is."""
+    found = {
+        stats.get("backend")
+        for per_type in paths.values() if isinstance(per_type, dict)
+        for stats in per_type.values() if isinstance(stats, dict)
+    } - {None}
+    return ", ".join(sorted(found)) if found else f"the {task} task's own protocol"
 
 
 def _class_names_of(restored: Any) -> list[str]:

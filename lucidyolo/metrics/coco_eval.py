@@ -39,6 +39,7 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.atomic_write import atomic_open
+from lucidyolo.metrics.coco_backend import coco_classes, resolve_backend
 from lucidyolo.metrics.mapping import unletterbox
 
 BOX_STAT_NAMES: tuple[str, ...] = (
@@ -86,6 +87,7 @@ class CocoResult:
         log: everything pycocotools printed.
         num_images: images in the ground truth.
         num_detections: detections scored.
+        backend: the library that scored them (``pycocotools`` or ``faster_coco_eval``).
     """
 
     iou_type: str
@@ -95,6 +97,7 @@ class CocoResult:
     log: str = ""
     num_images: int = 0
     num_detections: int = 0
+    backend: str = "pycocotools"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def stats_array(self) -> np.ndarray:
@@ -108,15 +111,15 @@ class CocoResult:
         return out
 
 
-def _index_gt(gt: dict[str, Any]) -> COCO:
-    """Build a pycocotools ``COCO`` from a dict without touching the caller's objects."""
+def _index_gt(gt: dict[str, Any], coco_class: Any = COCO) -> COCO:
+    """Build a ``COCO`` index (pycocotools' or a compatible class) from a dict without touching the caller's objects."""
     if not isinstance(gt, dict) or "images" not in gt or "categories" not in gt:
         raise ValueError("ground truth must be a COCO dict with 'images' and 'categories'")
     dataset = dict(gt)
     # COCOeval writes into annotation dicts ("ignore", RLE for segm): copy each one
     # (shallow: the fields are replaced, never edited in place).
     dataset["annotations"] = [dict(a) for a in gt.get("annotations", [])]
-    coco = COCO()
+    coco = coco_class()
     coco.dataset = dataset
     coco.createIndex()
     return coco
@@ -142,13 +145,13 @@ def _check_detections(coco_gt: COCO, detections: Sequence[dict[str, Any]]) -> No
         )
 
 
-def _load_results(coco_gt: COCO, detections: Sequence[dict[str, Any]]) -> COCO:
+def _load_results(coco_gt: COCO, detections: Sequence[dict[str, Any]], coco_class: Any = COCO) -> COCO:
     if detections:
         # loadRes writes id/area/iscrowd/segmentation into each dict: give it copies.
         return coco_gt.loadRes([dict(d) for d in detections])
     # loadRes cannot take an empty list (it reads anns[0]); build the same
     # structure it would have built, with no annotations.
-    res = COCO()
+    res = coco_class()
     res.dataset["info"] = copy.deepcopy(coco_gt.dataset.get("info", {}))
     res.dataset["images"] = list(coco_gt.dataset["images"])
     res.dataset["categories"] = copy.deepcopy(coco_gt.dataset["categories"])
@@ -220,8 +223,9 @@ def evaluate_coco(
     detections: Sequence[dict[str, Any]],
     iou_type: str = "bbox",
     kpt_oks_sigmas: Sequence[float] | np.ndarray | None = None,
+    backend: str | None = None,
 ) -> CocoResult:
-    """Score detections against COCO ground truth with pycocotools.
+    """Score detections against COCO ground truth with pycocotools (or faster-coco-eval, same protocol).
 
     Args:
         gt: COCO-format ground truth (``images``, ``annotations`` including
@@ -237,6 +241,9 @@ def evaluate_coco(
             (``COCOeval.params.kpt_oks_sigmas``); ``None`` keeps pycocotools'
             17 COCO person sigmas, which only fit ``K == 17``. Its length must
             be the ``K`` of the detections and ground truth.
+        backend: ``auto``, ``pycocotools`` or ``faster_coco_eval``; ``None``
+            takes the one set by :func:`lucidyolo.metrics.coco_backend.using_backend`
+            (``auto`` outside one).
 
     Returns:
         The 12 (10 for keypoints) named stats, per-class AP, timings and the
@@ -251,18 +258,20 @@ def evaluate_coco(
     if iou_type not in _STAT_NAMES:
         raise ValueError(f"iou_type must be one of {sorted(_STAT_NAMES)}, got {iou_type!r}")
     sigmas = _keypoint_sigmas(gt, detections, iou_type, kpt_oks_sigmas)
+    backend = resolve_backend(backend)
+    coco_class, eval_class = coco_classes(backend)
     timings: dict[str, float] = {}
     buf = io.StringIO()
     t_start = time.perf_counter()
     with contextlib.redirect_stdout(buf):
         t = time.perf_counter()
-        coco_gt = _index_gt(gt)
+        coco_gt = _index_gt(gt, coco_class)
         timings["index"] = time.perf_counter() - t
         _check_detections(coco_gt, detections)
         t = time.perf_counter()
-        coco_dt = _load_results(coco_gt, detections)
+        coco_dt = _load_results(coco_gt, detections, coco_class)
         timings["load_results"] = time.perf_counter() - t
-        e = COCOeval(coco_gt, coco_dt, iouType=iou_type)
+        e = eval_class(coco_gt, coco_dt, iouType=iou_type)
         if sigmas is not None:
             e.params.kpt_oks_sigmas = sigmas
         for step in ("evaluate", "accumulate", "summarize"):
@@ -271,7 +280,8 @@ def evaluate_coco(
             timings[step] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
     names = _STAT_NAMES[iou_type]
-    stats = {name: float(v) for name, v in zip(names, e.stats, strict=True)}
+    # faster-coco-eval appends extra figures after the standard ones
+    stats = {name: float(v) for name, v in zip(names, e.stats[: len(names)], strict=True)}
     return CocoResult(
         iou_type=iou_type,
         stats=stats,
@@ -280,6 +290,7 @@ def evaluate_coco(
         log=buf.getvalue(),
         num_images=len(coco_gt.getImgIds()),
         num_detections=len(detections),
+        backend=backend,
     )
 
 

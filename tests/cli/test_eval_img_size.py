@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli.tiny_run import IMG_SIZE, write_tiny_run
 
 
@@ -25,3 +27,22 @@ def test_an_explicit_img_size_wins_and_is_named_as_such(tmp_path):
     ckpt, _ = write_tiny_run(tmp_path)
     report = run_eval(ckpt, img_size=96, device="cpu")
     assert (report["img_size"], report["img_size_source"]) == (96, "--img-size")
+
+
+def test_an_unknown_coco_backend_exits_2_before_anything_runs(tmp_path, lucid):
+    r = lucid("eval", "--checkpoint", str(tmp_path / "missing.ckpt"), "--coco-backend", "cocoapi")
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Unknown COCO scoring backend 'cocoapi'" in r.stderr and "pycocotools" in r.stderr
+
+
+def test_both_backends_give_the_same_report(tmp_path):
+    from lucidyolo.engine.evaluate import run_eval
+
+    ckpt, _ = write_tiny_run(tmp_path)
+    slow = run_eval(ckpt, device="cpu", coco_backend="pycocotools")
+    fast = run_eval(ckpt, device="cpu", coco_backend="faster_coco_eval")
+    assert (slow["engine"], fast["engine"]) == ("pycocotools", "faster_coco_eval")
+    for path, per_type in slow["paths"].items():
+        for iou_type, stats in per_type.items():
+            other = fast["paths"][path][iou_type]["stats"]
+            assert other == {k: pytest.approx(v, abs=1e-6) for k, v in stats["stats"].items()}

@@ -91,6 +91,8 @@ def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):
     report = json.loads((out / "report.json").read_text())
     assert report["task"] == "det" and len(report["checkpoint_sha256"]) == 64 and report["weights"] == "ema"
     assert set(report["paths"]) == {"e2e", "nms"}
+    # scored by faster-coco-eval (auto, installed with dev); pycocotools below is the oracle
+    assert report["engine"] == "faster_coco_eval"
     ann = next(Path(report["data_root"]).glob("annotations/instances_val*.json"))
     for path, name in (("e2e", "results.json"), ("nms", "results_nms.json")):
         gt = COCO(str(ann))
@@ -100,7 +102,7 @@ def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):
         e.accumulate()
         e.summarize()
         ours = list(report["paths"][path]["bbox"]["stats"].values())
-        assert ours == pytest.approx(list(e.stats), abs=1e-12)
+        assert ours == pytest.approx(list(e.stats), abs=1e-6)
 
 
 class _Payload:
