@@ -271,7 +271,10 @@ def evaluate_coco(
         t = time.perf_counter()
         coco_dt = _load_results(coco_gt, detections, coco_class)
         timings["load_results"] = time.perf_counter() - t
-        e = eval_class(coco_gt, coco_dt, iouType=iou_type)
+        # faster-coco-eval logs its summary through `logging`; hand it `print` so
+        # the table lands in the captured log as pycocotools' does
+        extra = {"print_function": print} if backend == "faster_coco_eval" else {}
+        e = eval_class(coco_gt, coco_dt, iouType=iou_type, **extra)
         if sigmas is not None:
             e.params.kpt_oks_sigmas = sigmas
         for step in ("evaluate", "accumulate", "summarize"):
