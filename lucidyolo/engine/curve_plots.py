@@ -60,29 +60,60 @@ def curve_figures(curves: Curves) -> dict[str, Any]:
 
     fig = _figure()
     ax = fig.add_subplot()
-    _class_lines(ax, curves.recall, curves.precision, curves, lambda c, n: f"{n} {curves.ap[c]:.3f}")
+    _class_lines(
+        ax, curves.recall, curves.precision, curves, lambda c, n: f"{n} {curves.ap[c]:.3f}"
+    )
     if ok.any():
-        ax.plot(curves.recall, curves.precision[ok].mean(0), linewidth=2.5, color="C0" if ok.sum() > MAX_LEGEND else "k",
-                label=f"all classes {curves.map:.3f} mAP@{iou:g}")
-    ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.01), title=f"Precision-recall (IoU {iou:g})")
+        ax.plot(
+            curves.recall,
+            curves.precision[ok].mean(0),
+            linewidth=2.5,
+            color="C0" if ok.sum() > MAX_LEGEND else "k",
+            label=f"all classes {curves.map:.3f} mAP@{iou:g}",
+        )
+    ax.set(
+        xlabel="recall",
+        ylabel="precision",
+        xlim=(0, 1),
+        ylim=(0, 1.01),
+        title=f"Precision-recall (IoU {iou:g})",
+    )
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(True, alpha=0.3)
     figs["pr_curve"] = fig
 
-    for key, rows, name in (("f1_curve", curves.f1_conf, "F1"), ("p_curve", curves.p_conf, "precision"),
-                            ("r_curve", curves.r_conf, "recall")):
+    for key, rows, name in (
+        ("f1_curve", curves.f1_conf, "F1"),
+        ("p_curve", curves.p_conf, "precision"),
+        ("r_curve", curves.r_conf, "recall"),
+    ):
         fig = _figure()
         ax = fig.add_subplot()
         _class_lines(ax, curves.conf, rows, curves, lambda c, n: n)
         if ok.any():
             mean = rows[ok].mean(0)
             best = curves.best_index
-            ax.plot(curves.conf, mean, linewidth=2.5, color="k",
-                    label=f"all classes {mean[best]:.3f} at {curves.best_conf:.3f}")
-            ax.axvline(curves.best_conf, color="r", linestyle="--", linewidth=1.0,
-                       label=f"best mean F1 at {curves.best_conf:.3f}")
-        ax.set(xlabel="confidence", ylabel=name, xlim=(0, 1), ylim=(0, 1.01),
-               title=f"{name} against confidence (IoU {iou:g})")
+            ax.plot(
+                curves.conf,
+                mean,
+                linewidth=2.5,
+                color="k",
+                label=f"all classes {mean[best]:.3f} at {curves.best_conf:.3f}",
+            )
+            ax.axvline(
+                curves.best_conf,
+                color="r",
+                linestyle="--",
+                linewidth=1.0,
+                label=f"best mean F1 at {curves.best_conf:.3f}",
+            )
+        ax.set(
+            xlabel="confidence",
+            ylabel=name,
+            xlim=(0, 1),
+            ylim=(0, 1.01),
+            title=f"{name} against confidence (IoU {iou:g})",
+        )
         ax.legend(fontsize=7, loc="lower left")
         ax.grid(True, alpha=0.3)
         figs[key] = fig
@@ -110,10 +141,21 @@ def _confusion_figure(curves: Curves, normalise: bool) -> Any:
         high = cm.max() / 2 if cm.max() > 0 else 0.5
         for i, j in zip(*np.nonzero(cm), strict=True):
             text = f"{cm[i, j]:.2f}" if normalise else f"{int(cm[i, j])}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=6, color="white" if cm[i, j] > high else "black")
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if cm[i, j] > high else "black",
+            )
     kind = "row-normalised" if normalise else "counts"
-    ax.set(xlabel="predicted", ylabel="true",
-           title=f"Confusion matrix, {kind} (IoU {curves.matches.iou_threshold:g}, conf {curves.best_conf:.3f})")
+    ax.set(
+        xlabel="predicted",
+        ylabel="true",
+        title=f"Confusion matrix, {kind} (IoU {curves.matches.iou_threshold:g}, conf {curves.best_conf:.3f})",
+    )
     return fig
 
 

@@ -30,7 +30,9 @@ _ANY_CAT = -987654321
 """A category key no dataset uses: the image's detections / GTs of every class, for cross-class IoU."""
 
 
-def pycocotools_eval_at_50(coco_gt: Any, coco_dt: Any, iou_type: str, sigmas: np.ndarray | None, max_dets: int) -> Any:
+def pycocotools_eval_at_50(
+    coco_gt: Any, coco_dt: Any, iou_type: str, sigmas: np.ndarray | None, max_dets: int
+) -> Any:
     """A pycocotools ``COCOeval`` that ran ``evaluate`` at IoU 0.5, area ``all``, ``max_dets``."""
     from pycocotools.cocoeval import COCOeval
 
@@ -45,7 +47,9 @@ def pycocotools_eval_at_50(coco_gt: Any, coco_dt: Any, iou_type: str, sigmas: np
     return e
 
 
-def matches_from_cocoeval(e: Any, coco_gt: Any, coco_dt: Any, iou_threshold: float = 0.5) -> Matches:
+def matches_from_cocoeval(
+    e: Any, coco_gt: Any, coco_dt: Any, iou_threshold: float = 0.5
+) -> Matches:
     """Read one ``COCOeval`` (pycocotools, after ``evaluate``) at ``iou_threshold``, area ``all``.
 
     Classes are the positions of ``e.params.catIds`` (sorted category ids);
@@ -66,7 +70,7 @@ def matches_from_cocoeval(e: Any, coco_gt: Any, coco_dt: Any, iou_threshold: flo
     num_gt = np.zeros(len(cat_ids), np.int64)
     for k in range(len(cat_ids)):
         # evalImgs is [category][area][image]; area 0 is "all"
-        for entry in e.evalImgs[k * n_area * n_img: k * n_area * n_img + n_img]:
+        for entry in e.evalImgs[k * n_area * n_img : k * n_area * n_img + n_img]:
             if entry is None:
                 continue
             if list(entry["aRng"]) != all_rng:
@@ -94,14 +98,22 @@ def matches_from_cocoeval(e: Any, coco_gt: Any, coco_dt: Any, iou_threshold: flo
                    names=tuple(names), iou_threshold=float(p.iouThrs[t]))  # fmt: skip
 
 
-def _cross_class(e: Any, coco_gt: Any, cat_ids: Sequence[int], ids: list[int], img: np.ndarray,
-                 classes: np.ndarray, unmatched: np.ndarray, thr: float) -> np.ndarray:
+def _cross_class(
+    e: Any,
+    coco_gt: Any,
+    cat_ids: Sequence[int],
+    ids: list[int],
+    img: np.ndarray,
+    classes: np.ndarray,
+    unmatched: np.ndarray,
+    thr: float,
+) -> np.ndarray:
     """``(D,)`` class of the other-class non-crowd GT each unmatched detection overlaps most (>= thr), else -1."""
     out = np.full(len(ids), -1, np.int64)
     if not unmatched.any() or len(cat_ids) < 2:
         return out
     p = e.params
-    compute = e.computeOks if p.iouType == "keypoints" else e.computeIoU
+    compute = e.computeIoU if p.iouType in ("bbox", "segm") else e.computeOks  # OKS for points
     cat_index = {cid: k for k, cid in enumerate(cat_ids)}
     rows = np.flatnonzero(unmatched)
     saved = (p.catIds, p.maxDets, p.useCats)
@@ -113,14 +125,20 @@ def _cross_class(e: Any, coco_gt: Any, cat_ids: Sequence[int], ids: list[int], i
             if not gts:
                 continue
             dts = [coco_dt_ann(e, ids[j]) for j in r.tolist()]
-            order = np.argsort([-d["score"] for d in dts], kind="mergesort")  # compute() sorts the same way
+            order = np.argsort(
+                [-d["score"] for d in dts], kind="mergesort"
+            )  # compute() sorts the same way
             e._gts[image, _ANY_CAT], e._dts[image, _ANY_CAT] = gts, [dts[i] for i in order]
             try:
-                iou = np.asarray(compute(image, _ANY_CAT), dtype=np.float64).reshape(len(dts), len(gts))
+                iou = np.asarray(compute(image, _ANY_CAT), dtype=np.float64).reshape(
+                    len(dts), len(gts)
+                )
             finally:
                 del e._gts[image, _ANY_CAT], e._dts[image, _ANY_CAT]
             gt_cls = np.array([cat_index[g["category_id"]] for g in gts], np.int64)
-            iou = np.where(gt_cls[None, :] == classes[r[order]][:, None], -1.0, iou)  # other classes only
+            iou = np.where(
+                gt_cls[None, :] == classes[r[order]][:, None], -1.0, iou
+            )  # other classes only
             best = iou.argmax(axis=1)
             hit = iou[np.arange(len(dts)), best] >= thr
             out[r[order][hit]] = gt_cls[best[hit]]

@@ -10,8 +10,8 @@ over detections).
   mean is the class's AP at the matching IoU, equal to the metric's AP50.
 * **Confidence curves** per class on a grid of thresholds ``x``: precision and
   recall of the detections with ``score >= x`` and their F1. Where no
-  detection of a class is left, precision is 1 (an empty set claims nothing
-  false) and F1 0.
+  detection of a class is left, precision is 0 (never a flattering 1 for a
+  class the model does not predict) and F1 0.
 * **Best confidence**: the grid point with the highest mean F1 over the
   classes that have ground truth (the first, lowest, on ties); the
   ``precision`` / ``recall`` of ``results.csv`` and the per-class P / R of the
@@ -182,7 +182,9 @@ def pr_curve(m: Matches) -> tuple[np.ndarray, np.ndarray]:
     return prec, prec.mean(axis=1)
 
 
-def confidence_curves(m: Matches, conf: np.ndarray = CONF_GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def confidence_curves(
+    m: Matches, conf: np.ndarray = CONF_GRID
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Precision, recall and F1 per class against ``conf (N,)``: three ``(C, N)`` arrays."""
     c_n = m.num_classes
     p = np.full((c_n, conf.size), np.nan)
@@ -195,7 +197,7 @@ def confidence_curves(m: Matches, conf: np.ndarray = CONF_GRID) -> tuple[np.ndar
         # detections kept at threshold x: the first k ranks, k = #(score >= x)
         k = s.size - np.searchsorted(s[::-1], conf, side="left")  # (N,)
         tps = np.concatenate([[0], np.cumsum(tp)])[k]
-        p[c] = np.where(k > 0, tps / np.maximum(k, 1), 1.0)
+        p[c] = np.where(k > 0, tps / np.maximum(k, 1), 0.0)
         r[c] = tps / npos
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)

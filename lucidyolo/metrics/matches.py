@@ -57,7 +57,9 @@ class Matches:
         d = self.scores.shape[0]
         for name in ("classes", "tp", "ignored", "confused"):
             if getattr(self, name).shape != (d,):
-                raise ValueError(f"Matches.{name} has shape {getattr(self, name).shape}, expected ({d},)")
+                raise ValueError(
+                    f"Matches.{name} has shape {getattr(self, name).shape}, expected ({d},)"
+                )
         if self.names and len(self.names) != self.num_gt.shape[0]:
             raise ValueError(f"{len(self.names)} class names for {self.num_gt.shape[0]} classes")
 
@@ -83,8 +85,12 @@ class Matches:
             scores=s,
             classes=np.asarray(classes, dtype=np.int64).reshape(-1),
             tp=np.asarray(tp, dtype=bool).reshape(-1),
-            ignored=np.zeros(s.shape, bool) if ignored is None else np.asarray(ignored, dtype=bool).reshape(-1),
-            confused=np.full(s.shape, -1, np.int64) if confused is None else np.asarray(confused, np.int64).reshape(-1),
+            ignored=np.zeros(s.shape, bool)
+            if ignored is None
+            else np.asarray(ignored, dtype=bool).reshape(-1),
+            confused=np.full(s.shape, -1, np.int64)
+            if confused is None
+            else np.asarray(confused, np.int64).reshape(-1),
             num_gt=n,
             names=tuple(names) if names is not None else tuple(str(i) for i in range(n.shape[0])),
             iou_threshold=float(iou_threshold),

@@ -24,7 +24,7 @@ def test_det_columns_follow_the_convention():
     assert det_columns(num_param_groups=3) == [
         "epoch",
         "train/box_loss", "train/cls_loss", "train/l1_loss",
-        "metrics/mAP50(B)", "metrics/mAP50-95(B)",
+        "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)",
         "val/box_loss", "val/cls_loss", "val/l1_loss",
         "lr/pg0", "lr/pg1", "lr/pg2",
     ]  # fmt: skip
