@@ -133,7 +133,7 @@ class Curves:
         return {
             **self.summary(),
             "names": list(self.matches.names),
-            "recall": self.recall.tolist(),
+            "pr_recall": self.recall.tolist(),
             "pr_precision": _rows(self.precision),
             "conf": self.conf.tolist(),
             "precision_conf": _rows(self.p_conf),
