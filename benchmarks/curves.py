@@ -45,8 +45,15 @@ def _timed(store: dict[str, float], key: str, fn: Any) -> Any:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="det")
-    p.add_argument("--epochs", type=int, default=None, help="override trainer.max_epochs (default: the recipe's)")
-    p.add_argument("--extra", nargs="*", default=[], help="dotted overrides, e.g. data.synthetic_images=80")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="override trainer.max_epochs (default: the recipe's)",
+    )
+    p.add_argument(
+        "--extra", nargs="*", default=[], help="dotted overrides, e.g. data.synthetic_images=80"
+    )
     args = p.parse_args(argv)
 
     import lucidyolo.engine.best_curves as best_curves
@@ -59,11 +66,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     spent: dict[str, float] = defaultdict(float)
     coco_eval._matches = _timed(spent, "matches_s", coco_eval._matches)
-    rotated_epoch_map.rotated_matches = _timed(spent, "matches_s", rotated_epoch_map.rotated_matches)
+    rotated_epoch_map.rotated_matches = _timed(
+        spent, "matches_s", rotated_epoch_map.rotated_matches
+    )
     pr = _timed(spent, "precision_recall_s", epoch_map.precision_recall)
     for module in (epoch_map, segm_epoch_map, oks_epoch_map, rotated_epoch_map):
         module.precision_recall = pr  # type: ignore[attr-defined]
-    best_curves.BestCurves.on_validation_end = _timed(spent, "best_epoch_s", best_curves.BestCurves.on_validation_end)
+    best_curves.BestCurves.on_validation_end = _timed(
+        spent, "best_epoch_s", best_curves.BestCurves.on_validation_end
+    )
     best_curves.BestCurves.on_fit_end = _timed(spent, "draw_s", best_curves.BestCurves.on_fit_end)
 
     overrides: dict[str, Any] = dict(kv.split("=", 1) for kv in args.extra)

@@ -114,7 +114,8 @@ def write_results_row(
 
     Raises:
         ValueError: ``row`` has a key outside ``columns`` or lacks ``epoch``,
-            or the existing file has different columns.
+            or the existing file has a column ``columns`` lacks (a file with
+            fewer columns is rewritten under ``columns``, new cells empty).
     """
     columns = list(columns)
     unknown = set(row) - set(columns)
@@ -127,13 +128,15 @@ def write_results_row(
     kept: list[list[str]] = []
     if path.exists():
         old_columns, old_rows = read_results(path)
-        if old_columns and old_columns != columns:
+        if old_columns and old_columns != columns and not set(old_columns) <= set(columns):
             raise ValueError(
                 f"{path} has columns {old_columns}, expected {columns}; "
                 "write a new run directory instead of mixing layouts"
             )
+        # a file written before columns were added (a run resumed after an upgrade) takes the
+        # new header; its rows leave the new columns empty
         kept = [
-            [_fmt(int(r[c]) if c == "epoch" else r[c]) for c in columns]
+            [_fmt(int(r[c]) if c == "epoch" else r.get(c)) for c in columns]
             for r in old_rows
             if r["epoch"] < epoch
         ]

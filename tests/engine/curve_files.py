@@ -8,7 +8,14 @@ from typing import Any
 
 import numpy as np
 
-CURVE_PNGS = ("pr_curve", "f1_curve", "p_curve", "r_curve", "confusion_matrix", "confusion_matrix_normalized")
+CURVE_PNGS = (
+    "pr_curve",
+    "f1_curve",
+    "p_curve",
+    "r_curve",
+    "confusion_matrix",
+    "confusion_matrix_normalized",
+)
 
 
 def assert_curve_files(folder: Path, prefix: str) -> dict[str, Any]:
@@ -31,5 +38,7 @@ def assert_curve_files(folder: Path, prefix: str) -> dict[str, Any]:
     assert len(data["pr_recall"]) == 101 and len(data["pr_precision"]) == c
     for row, cls in zip(data["pr_precision"], data["per_class"], strict=True):
         if cls["ap"] is not None:
-            assert abs(float(np.mean(row)) - cls["ap"]) < 1e-9  # the drawn curve's area is the class AP
+            assert (
+                abs(float(np.mean(row)) - cls["ap"]) < 1e-9
+            )  # the drawn curve's area is the class AP
     return data
