@@ -142,6 +142,10 @@ def make_trainer(
         ResultsCallback(run.path, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}),
         RNGStateCallback(), StopLoadersOnException(),
     ]
+    if spec.matches is not None and spec.metrics.monitor is not None:
+        from lucidyolo.engine.best_curves import BestCurves
+
+        callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path))
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if progress_bar:

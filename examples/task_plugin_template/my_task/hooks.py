@@ -103,3 +103,13 @@ def label_stats(instances: dict[str, Any], image_index: Any, image_hw: Any, clas
     Leave it out to get the engine's panels only (instances per class, box centres and sizes).
     """
     raise _todo("label_stats")
+
+
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """What your epoch metric matched, for the PR / F1 curves and confusion matrices of ``lucid fit``, optional.
+
+    Return ``{"B": lucidyolo.metrics.matches.Matches(...)}`` (one per IoU type, keyed by
+    the letter of your ``results.csv`` columns) read from the metric's own matching, or
+    leave it out: no curves.
+    """
+    raise _todo("matches")
