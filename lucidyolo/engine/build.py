@@ -45,25 +45,16 @@ def data_root_of(spec: TaskSpec, cfg: RunConfig) -> Path | None:
     return cfg.data.data_root
 
 
-def open_split(
-    spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str
-) -> ImageSource:
+def open_split(spec: TaskSpec, cfg: RunConfig, root: Path | None, split: str, which: str) -> ImageSource:
     """Open one split; ``which`` is ``train`` or ``val`` (selects the explicit override paths)."""
     from lucidyolo.data.image_io import BadImagesError
 
     explicit = cfg.data.explicit_paths(which)
     if spec.read_split is not None:  # the task reads its own layout (e.g. class folders)
         if root is None:
-            raise DataError(
-                f"Task {spec.name!r} needs `--data-root`.", fix="Pass --data-root PATH."
-            )
-        return spec.read_split(
-            root=root,
-            split=split,
-            fields=spec.fields,
-            layout=cfg.data.layout,
-            explicit_paths=explicit,
-        )
+            raise DataError(f"Task {spec.name!r} needs `--data-root`.", fix="Pass --data-root PATH.")
+        return spec.read_split(root=root, split=split, fields=spec.fields, layout=cfg.data.layout,
+                               explicit_paths=explicit)
     try:
         return open_source(root, split, spec.fields, layout=cfg.data.layout, **explicit)
     except BadImagesError as err:
@@ -75,8 +66,7 @@ def open_split(
         if which != "val" or "matches no dataset convention" not in err.what:
             raise
         raise DataError(
-            err.what,
-            why=err.why,
+            err.what, why=err.why,
             fix=f"Validate on another split (e.g. `--data.val_split {cfg.data.train_split}`), or pass "
             "`--data.val_images` and `--data.val_ann_file`.",
         ) from None
@@ -105,11 +95,7 @@ def dataset_meta(spec: TaskSpec, source: ImageSource) -> dict[str, Any]:
 
 
 def build_system(
-    spec: TaskSpec,
-    cfg: RunConfig,
-    num_classes: int,
-    class_names: list[str],
-    meta: dict[str, Any] | None = None,
+    spec: TaskSpec, cfg: RunConfig, num_classes: int, class_names: list[str], meta: dict[str, Any] | None = None,
     channels_last: bool = False,
 ) -> Any:
     """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
@@ -124,13 +110,7 @@ def build_system(
             f"Task {spec.name!r} cannot be trained yet: its plugin does not provide {what}.",
             fix="Nothing was run.",
         )
-    assert (
-        spec.build_model
-        and spec.build_criterion
-        and spec.decode
-        and spec.build_metric
-        and spec.metric_update
-    )
+    assert spec.build_model and spec.build_criterion and spec.decode and spec.build_metric and spec.metric_update
     m = cfg.model
     meta = dict(meta or {})
     model = spec.build_model(cfg=m, num_classes=num_classes, meta=meta)
@@ -148,23 +128,14 @@ def build_system(
         config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},
         class_names=class_names,
         dataset_meta=meta,
-        lr=m.lr,
-        lr_reference_batch=m.lr_reference_batch,
-        lr_scaling=m.lr_scaling,
-        lrf=m.lrf,
-        momentum=m.momentum,
-        weight_decay=m.weight_decay,
-        warmup_epochs=m.warmup_epochs,
-        optimizer=m.optimizer,
-        newton_schulz_dtype=m.newton_schulz_dtype,
-        batch_size=cfg.data.batch_size,
-        channels_last=channels_last,
+        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, lrf=m.lrf, momentum=m.momentum,
+        weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs,
+        optimizer=m.optimizer, newton_schulz_dtype=m.newton_schulz_dtype,
+        batch_size=cfg.data.batch_size, channels_last=channels_last,
     )
 
 
-def build_datamodule(
-    spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource, cuda: bool = False
-) -> Any:
+def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource, cuda: bool = False) -> Any:
     """The DataModule; ``data.device_hsv`` is honoured only where it can run (else warns once)."""
     from lucidyolo.data.device_hsv import resolve_device_hsv
     from lucidyolo.engine.datamodule import TrainingDataModule
@@ -173,33 +144,17 @@ def build_datamodule(
     d = cfg.data
     acc = cfg.trainer.accelerator.lower()
     accelerator = "cuda" if cuda else ("cpu" if acc == "auto" else acc)
-    device_hsv = resolve_device_hsv(
-        d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy
-    )
+    device_hsv = resolve_device_hsv(d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy)
     return TrainingDataModule(
-        train,
-        val,
-        spec.fields,
-        d.img_size,
-        d.batch_size,
-        variant=cfg.model.variant,
-        seed=cfg.seed,
-        epochs=cfg.trainer.max_epochs,
-        close_mosaic=(
-            auto_close_mosaic(cfg.trainer.max_epochs)
-            if cfg.model.close_mosaic == "auto"
-            else cfg.model.close_mosaic
+        train, val, spec.fields, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
+        epochs=cfg.trainer.max_epochs, close_mosaic=(
+            auto_close_mosaic(cfg.trainer.max_epochs) if cfg.model.close_mosaic == "auto" else cfg.model.close_mosaic
         ),
         mosaic=d.mosaic,
-        augment=d.augment.as_overrides(),
-        num_workers=None if d.num_workers == "auto" else d.num_workers,
-        val_num_workers=d.val_num_workers,
-        prefetch_factor=d.prefetch_factor,
-        persistent_workers=d.persistent_workers,
-        cache_train_images=d.cache_train_images,
-        device_hsv=device_hsv,
-        local_ranks=local_ranks(cfg, cuda),
-        cpu_step=accelerator == "cpu",
+        augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
+        val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
+        persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
+        local_ranks=local_ranks(cfg, cuda), cpu_step=accelerator == "cpu",
     )
 
 
@@ -243,23 +198,10 @@ def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple
         batches = min(batches, max(1, int(limit)))
     steps = max(1, math.ceil(batches / t.accumulate_grad_batches))
     recipe = resolve_recipe(
-        lr=m.lr,
-        lr_reference_batch=m.lr_reference_batch,
-        lr_scaling=m.lr_scaling,
-        warmup_epochs=m.warmup_epochs,
-        ema_tau=m.ema_tau,
-        close_mosaic=m.close_mosaic,
-        epochs=t.max_epochs,
-        steps_per_epoch=steps,
-        global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches,
-        finetune=m.weights is not None,
+        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, warmup_epochs=m.warmup_epochs,
+        ema_tau=m.ema_tau, close_mosaic=m.close_mosaic, epochs=t.max_epochs, steps_per_epoch=steps,
+        global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches, finetune=m.weights is not None,
     )
-    model = m.model_copy(
-        update={
-            "lr_scaling": recipe.lr_scaling,
-            "warmup_epochs": recipe.warmup_epochs,
-            "ema_tau": recipe.ema_tau,
-            "close_mosaic": recipe.close_mosaic,
-        }
-    )
+    model = m.model_copy(update={"lr_scaling": recipe.lr_scaling, "warmup_epochs": recipe.warmup_epochs,
+                                 "ema_tau": recipe.ema_tau, "close_mosaic": recipe.close_mosaic})
     return cfg.model_copy(update={"model": model}), recipe
