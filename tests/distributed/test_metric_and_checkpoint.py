@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
-# a few images overfitted (nano, 128 px, mosaic off), validated on themselves once at the end: mAP50 ~0.2,
-# far from the near-zero numbers of an untrained model, which agree with anything
-EPOCHS = "40"
+from tests.conftest import run_lucid
+
+pytestmark = pytest.mark.slow
 
 
-def _trained_in_two_processes(lucid, tmp_path, task: str):
-    data = tmp_path / "data"
-    r = lucid(
+def _fit_two_processes(
+    work: Path, task: str, epochs: int, *extra: str
+) -> tuple[Path, Path, dict[str, str]]:
+    """9 synthetic images overfitted (nano, 128 px, mosaic off) in 2 processes, validated on themselves once at
+    the end; ``(data root, last.ckpt, the epoch's results.csv row)``."""
+    data = work / "data"
+    r = run_lucid(
         "data",
         "synth",
         "--task",
@@ -36,7 +41,7 @@ def _trained_in_two_processes(lucid, tmp_path, task: str):
     assert (
         len(list((data / "images" / "train").iterdir())) == 9
     )  # odd: one rank gets the padding duplicate
-    r = lucid(
+    r = run_lucid(
         "fit",
         task,
         "-c",
@@ -50,9 +55,9 @@ def _trained_in_two_processes(lucid, tmp_path, task: str):
         "--data.batch_size",
         "4",
         "--trainer.max_epochs",
-        EPOCHS,
+        str(epochs),
         "--trainer.check_val_every_n_epoch",
-        EPOCHS,
+        str(epochs),
         "--trainer.devices",
         "2",
         "--trainer.strategy",
@@ -64,21 +69,25 @@ def _trained_in_two_processes(lucid, tmp_path, task: str):
         "--model.ema",
         "false",
         "--trainer.default_root_dir",
-        str(tmp_path / "runs"),
-        cwd=tmp_path,
+        str(work / "runs"),
+        *extra,
+        cwd=work,
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    run = tmp_path / "runs" / "version_0"
+    run = work / "runs" / "version_0"
     epoch = list(csv.DictReader((run / "results.csv").read_text().splitlines()))[-1]
     return data, run / "checkpoints" / "last.ckpt", epoch
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("task", "kinds"), [("det", {"B": "bbox"}), ("seg", {"B": "bbox", "M": "segm"})]
-)
-def test_the_two_process_epoch_metric_is_single_process_eval(tmp_path, lucid, task, kinds):
-    data, ckpt, epoch = _trained_in_two_processes(lucid, tmp_path, task)
+@pytest.fixture(scope="module")
+def det_run(tmp_path_factory):
+    # 40 epochs from scratch: box mAP50 ~0.2, far from the near-zero numbers of an untrained model
+    return _fit_two_processes(tmp_path_factory.mktemp("det"), "det", 40)
+
+
+def _same_as_eval(
+    lucid, tmp_path: Path, data: Path, ckpt: Path, epoch: dict[str, str], kinds: dict[str, str]
+) -> None:
     out = tmp_path / "report.json"
     r = lucid(
         "eval",
@@ -104,7 +113,19 @@ def test_the_two_process_epoch_metric_is_single_process_eval(tmp_path, lucid, ta
         assert got == pytest.approx((stats["AP50"], stats["AP"]), abs=1e-6), (letter, got, stats)
     assert float(epoch["metrics/mAP50(B)"]) > 0.1  # a trained model, not a near-zero mAP
 
-    # trained in 2 processes, used in 1
+
+def test_det_two_process_epoch_metric_is_single_process_eval(det_run, lucid, tmp_path):
+    _same_as_eval(lucid, tmp_path, *det_run, {"B": "bbox"})
+
+
+def test_seg_two_process_epoch_metric_is_single_process_eval(det_run, lucid, tmp_path):
+    # the trunk and box heads of the det run (transferred by name) give the seg model boxes to start from
+    data, ckpt, epoch = _fit_two_processes(tmp_path, "seg", 25, "--model.weights", str(det_run[1]))
+    _same_as_eval(lucid, tmp_path, data, ckpt, epoch, {"B": "bbox", "M": "segm"})
+
+
+def test_a_two_process_checkpoint_predicts_and_exports_in_one_process(det_run, lucid, tmp_path):
+    data, ckpt, _ = det_run
     pred = tmp_path / "pred.json"
     r = lucid(
         "predict",
