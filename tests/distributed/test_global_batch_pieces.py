@@ -148,3 +148,16 @@ def test_conversion_keeps_the_tensors_and_reverts():
     revert_sync_batchnorm(model)
     assert not any(isinstance(m, SyncBatchNorm2d) for m in model.modules())
     assert [id(p) for p in model.parameters()] == params
+
+
+def test_lightning_applies_the_plugin_only_under_several_processes():
+    """``trainer.sync_batchnorm`` is a no-op in one process: Lightning hands layer syncs to DDP strategies only."""
+    import pytorch_lightning as pl
+
+    from lucidyolo.engine.layer_sync import GlobalBatchNorm
+
+    common = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+    one = pl.Trainer(devices=1, plugins=[GlobalBatchNorm()], **common)
+    assert getattr(one.strategy, "_layer_sync", None) is None
+    two = pl.Trainer(devices=2, strategy="ddp", plugins=[GlobalBatchNorm()], **common)
+    assert isinstance(two.strategy._layer_sync, GlobalBatchNorm)
