@@ -47,26 +47,66 @@ def _elapsed_s(line: str) -> float | None:
     return secs
 
 
-def run(name: str, root: Path, work: Path, args: argparse.Namespace, processes: int, threads: int) -> dict:
+def run(
+    name: str, root: Path, work: Path, args: argparse.Namespace, processes: int, threads: int
+) -> dict:
     lucid = str(Path(sys.executable).parent / "lucid")
-    shape = ["--data.batch_size", "8"] if processes == 1 else [
-        "--data.batch_size", "4", "--trainer.devices", "2", "--trainer.strategy", "ddp"]
-    cmd = [lucid, "fit", "det", "--data-root", str(root), "--data.img_size", str(args.img_size),
-           "--trainer.max_epochs", str(args.epochs), "--trainer.limit_train_batches", str(args.steps),
-           "--trainer.accelerator", "cpu", "--trainer.precision", "32-true", "--model.ema", "false",
-           "--data.num_workers", "0", "--seed", "0", "--trainer.default_root_dir", str(work / name), *shape]
+    shape = (
+        ["--data.batch_size", "8"]
+        if processes == 1
+        else ["--data.batch_size", "4", "--trainer.devices", "2", "--trainer.strategy", "ddp"]
+    )
+    cmd = [
+        lucid,
+        "fit",
+        "det",
+        "--data-root",
+        str(root),
+        "--data.img_size",
+        str(args.img_size),
+        "--trainer.max_epochs",
+        str(args.epochs),
+        "--trainer.limit_train_batches",
+        str(args.steps),
+        "--trainer.accelerator",
+        "cpu",
+        "--trainer.precision",
+        "32-true",
+        "--model.ema",
+        "false",
+        "--data.num_workers",
+        "0",
+        "--seed",
+        "0",
+        "--trainer.default_root_dir",
+        str(work / name),
+        *shape,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "COLUMNS": "200"}
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{name} failed:\n{r.stderr[-3000:]}")
-    elapsed = [e for line in r.stdout.splitlines() if line.startswith("epoch ") and (e := _elapsed_s(line)) is not None]
-    per_epoch = (elapsed[-1] - elapsed[0]) / (len(elapsed) - 1) if len(elapsed) > 1 else (elapsed or [wall])[0]
-    rows = list(csv.DictReader((work / name / "version_0" / "results.csv").read_text().splitlines()))
+    elapsed = [
+        e
+        for line in r.stdout.splitlines()
+        if line.startswith("epoch ") and (e := _elapsed_s(line)) is not None
+    ]
+    per_epoch = (
+        (elapsed[-1] - elapsed[0]) / (len(elapsed) - 1)
+        if len(elapsed) > 1
+        else (elapsed or [wall])[0]
+    )
+    rows = list(
+        csv.DictReader((work / name / "version_0" / "results.csv").read_text().splitlines())
+    )
     return {
-        "processes": processes, "batch_per_process": 8 // processes, "threads_per_process": threads,
-        "wall_s": round(wall, 1), "wall_per_epoch_s": round(per_epoch, 2),
+        "processes": processes,
+        "batch_per_process": 8 // processes,
+        "threads_per_process": threads,
+        "wall_s": round(wall, 1),
+        "wall_per_epoch_s": round(per_epoch, 2),
         "loss_curve": [{k: float(row[k]) for k in LOSS_TERMS} for row in rows],
         "map50_95": float(rows[-1]["metrics/mAP50-95(B)"]),
         "checkpoint": str(work / name / "version_0" / "checkpoints" / "last.ckpt"),
@@ -77,7 +117,11 @@ def weight_difference(a: str, b: str) -> float:
     import torch
 
     sa, sb = (torch.load(p, map_location="cpu", weights_only=False)["state_dict"] for p in (a, b))
-    return max((sa[k] - sb[k]).abs().max().item() for k in sa if sa[k].is_floating_point() and "running" not in k)
+    return max(
+        (sa[k] - sb[k]).abs().max().item()
+        for k in sa
+        if sa[k].is_floating_point() and "running" not in k
+    )
 
 
 def loss_difference(a: list[dict], b: list[dict]) -> float:
@@ -88,7 +132,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-root", type=Path, default=DEFAULT_ROOT)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--steps", type=int, default=8, help="optimizer steps per epoch (8: the whole 64-image split)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=8,
+        help="optimizer steps per epoch (8: the whole 64-image split)",
+    )
     p.add_argument("--img-size", type=int, default=320)
     args = p.parse_args()
     if not args.data_root.is_dir():
@@ -99,15 +148,26 @@ def main() -> None:
         two = run("two", args.data_root, work, args, processes=2, threads=1)
         noise = run("noise", args.data_root, work, args, processes=1, threads=2)
         result = {
-            "benchmark": "ddp", "data_root": str(args.data_root), "img_size": args.img_size,
-            "epochs": args.epochs, "steps": args.epochs * args.steps,
-            "max_weight_diff": {"two_vs_one": weight_difference(one["checkpoint"], two["checkpoint"]),
-                                "noise_vs_one": weight_difference(one["checkpoint"], noise["checkpoint"])},
-            "max_loss_rel_diff": {"two_vs_one": loss_difference(one["loss_curve"], two["loss_curve"]),
-                                  "noise_vs_one": loss_difference(one["loss_curve"], noise["loss_curve"])},
-            "wall_per_epoch_ratio_two_over_one": round(two["wall_per_epoch_s"] / one["wall_per_epoch_s"], 2),
-            "runs": {k: {key: v for key, v in r.items() if key != "checkpoint"}
-                     for k, r in (("one", one), ("two", two), ("noise", noise))},
+            "benchmark": "ddp",
+            "data_root": str(args.data_root),
+            "img_size": args.img_size,
+            "epochs": args.epochs,
+            "steps": args.epochs * args.steps,
+            "max_weight_diff": {
+                "two_vs_one": weight_difference(one["checkpoint"], two["checkpoint"]),
+                "noise_vs_one": weight_difference(one["checkpoint"], noise["checkpoint"]),
+            },
+            "max_loss_rel_diff": {
+                "two_vs_one": loss_difference(one["loss_curve"], two["loss_curve"]),
+                "noise_vs_one": loss_difference(one["loss_curve"], noise["loss_curve"]),
+            },
+            "wall_per_epoch_ratio_two_over_one": round(
+                two["wall_per_epoch_s"] / one["wall_per_epoch_s"], 2
+            ),
+            "runs": {
+                k: {key: v for key, v in r.items() if key != "checkpoint"}
+                for k, r in (("one", one), ("two", two), ("noise", noise))
+            },
         }
     print(json.dumps(result))
 

@@ -70,7 +70,7 @@ class _GlobalBatchNorm(torch.autograd.Function):
         parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
         dist.all_gather(parts, mine)
         table = torch.stack(parts)  # (world, 1 + 2C)
-        counts, means, m2s = table[:, :1], table[:, 1:1 + c], table[:, 1 + c:]
+        counts, means, m2s = table[:, :1], table[:, 1 : 1 + c], table[:, 1 + c :]
         n = counts.sum()
         mean = (counts * means).sum(0) / n
         var = (m2s.sum(0) + (counts * (means - mean).square()).sum(0)) / n

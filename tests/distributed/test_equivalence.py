@@ -24,7 +24,9 @@ def _within(diff: dict[str, float]) -> bool:
 @pytest.mark.slow
 def test_det_two_processes_at_half_the_batch_train_as_one(tmp_path, lucid):
     # the documented one-machine command is what fit() runs for 2 processes
-    _documented("lucid fit det --trainer.accelerator cpu --trainer.devices 2 --trainer.strategy ddp --data.batch_size 4")
+    _documented(
+        "lucid fit det --trainer.accelerator cpu --trainer.devices 2 --trainer.strategy ddp --data.batch_size 4"
+    )
     one = fit(lucid, "det", tmp_path / "one", 1)
     two = fit(lucid, "det", tmp_path / "two", 2)
     diff = differences(one, two)

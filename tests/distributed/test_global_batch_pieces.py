@@ -156,7 +156,12 @@ def test_lightning_applies_the_plugin_only_under_several_processes():
 
     from lucidyolo.engine.layer_sync import GlobalBatchNorm
 
-    common = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+    common = {
+        "accelerator": "cpu",
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+    }
     one = pl.Trainer(devices=1, plugins=[GlobalBatchNorm()], **common)
     assert getattr(one.strategy, "_layer_sync", None) is None
     two = pl.Trainer(devices=2, strategy="ddp", plugins=[GlobalBatchNorm()], **common)

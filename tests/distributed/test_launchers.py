@@ -43,7 +43,8 @@ DATA = (
 
 
 def _documented(*words: str) -> None:
-    text = " ".join(DOCS.read_text().replace("\\\n", " ").split())  # shell line continuations joined
+    # shell line continuations joined
+    text = " ".join(DOCS.read_text().replace("\\\n", " ").split())
     assert " ".join(words) in text, f"docs/distributed.md lost: {' '.join(words)}"
 
 
