@@ -80,6 +80,12 @@ def run_eval(
     from lucidyolo.metrics.coco_eval import save_results_json
 
     resolve_backend(coco_backend)  # a bad name or a missing library fails before the model loads
+    if plots is not None and plots.exists() and not plots.is_dir():
+        raise UserError(
+            f"--plots {plots} is a file, not a folder.",
+            why="the curves are several PNG files and a JSON.",
+            fix="Name a folder (it is created if missing).",
+        )
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the report names (and hashes) the file it scored
     restored = restore(checkpoint, ema=ema, task=task)

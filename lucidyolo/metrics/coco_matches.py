@@ -47,9 +47,7 @@ def pycocotools_eval_at_50(
     return e
 
 
-def matches_from_cocoeval(
-    e: Any, coco_gt: Any, coco_dt: Any, iou_threshold: float = 0.5
-) -> Matches:
+def matches_from_cocoeval(e: Any, coco_gt: Any, iou_threshold: float = 0.5) -> Matches:
     """Read one ``COCOeval`` (pycocotools, after ``evaluate``) at ``iou_threshold``, area ``all``.
 
     Classes are the positions of ``e.params.catIds`` (sorted category ids);
@@ -92,7 +90,7 @@ def matches_from_cocoeval(
     else:
         s, c, m, ig = np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, bool)
         ids, img = [], np.zeros(0, np.int64)
-    confused = _cross_class(e, coco_gt, cat_ids, ids, img, c, ~m & ~ig, iou_threshold)
+    confused = _cross_class(e, cat_ids, ids, img, c, ~m & ~ig, iou_threshold)
     names = [str(coco_gt.cats[cid].get("name", cid)) for cid in cat_ids]
     return Matches(scores=s, classes=c, tp=m, ignored=ig, confused=confused, num_gt=num_gt,
                    names=tuple(names), iou_threshold=float(p.iouThrs[t]))  # fmt: skip
@@ -100,7 +98,6 @@ def matches_from_cocoeval(
 
 def _cross_class(
     e: Any,
-    coco_gt: Any,
     cat_ids: Sequence[int],
     ids: list[int],
     img: np.ndarray,
@@ -124,7 +121,9 @@ def _cross_class(
             gts = [g for cid in cat_ids for g in e._gts[image, cid] if not g.get("ignore", 0)]
             if not gts:
                 continue
-            dts = [coco_dt_ann(e, ids[j]) for j in r.tolist()]
+            dts = [
+                e.cocoDt.anns[ids[j]] for j in r.tolist()
+            ]  # as COCOeval prepared them (segm: RLE)
             order = np.argsort(
                 [-d["score"] for d in dts], kind="mergesort"
             )  # compute() sorts the same way
@@ -145,8 +144,3 @@ def _cross_class(
     finally:
         p.catIds, p.maxDets, p.useCats = saved
     return out
-
-
-def coco_dt_ann(e: Any, ann_id: int) -> dict[str, Any]:
-    """The detection annotation ``ann_id`` as COCOeval prepared it."""
-    return e.cocoDt.anns[ann_id]
