@@ -51,7 +51,7 @@ def resolve_backend(name: str | None = None) -> str:
         raise UserError(
             "The COCO scoring backend faster_coco_eval is not installed.",
             why="it is an optional dependency.",
-            fix="Install it with `pip install 'lucid-yolo[fast-eval]'`, or use --coco-backend pycocotools.",
+            fix="Install it with `pip install 'lucidyolo[fast-eval]'`, or use --coco-backend pycocotools.",
         )
     return name
 
