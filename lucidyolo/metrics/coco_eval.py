@@ -290,7 +290,7 @@ def evaluate_coco(
             t = time.perf_counter()
             getattr(e, step)()
             timings[step] = time.perf_counter() - t
-        found = _matches(e, coco_gt, gt, detections, iou_type, sigmas, backend) if matches else None
+        found = _matches(e, coco_gt, coco_dt, gt, iou_type, sigmas, backend) if matches else None
     timings["total"] = time.perf_counter() - t_start
     names = _STAT_NAMES[iou_type]
     # faster-coco-eval appends extra figures after the standard ones
@@ -308,7 +308,7 @@ def evaluate_coco(
     )
 
 
-def _matches(e: Any, coco_gt: Any, gt: dict[str, Any], detections: Sequence[dict[str, Any]],
+def _matches(e: Any, coco_gt: Any, coco_dt: Any, gt: dict[str, Any],
              iou_type: str, sigmas: np.ndarray | None, backend: str) -> Matches:
     """The matches behind AP50: ``e``'s own ``evalImgs``, or pycocotools' at IoU 0.5 where ``e`` keeps none."""
     from lucidyolo.metrics.coco_matches import matches_from_cocoeval, pycocotools_eval_at_50
@@ -316,7 +316,10 @@ def _matches(e: Any, coco_gt: Any, gt: dict[str, Any], detections: Sequence[dict
     if backend == "pycocotools":
         return matches_from_cocoeval(e, coco_gt)
     py_gt = _index_gt(gt)
-    py_dt = _load_results(py_gt, detections)
+    # the results faster-coco-eval loaded carry what pycocotools' loadRes would write (ids, areas,
+    # boxes): index copies of them instead of loading the results a second time
+    py_dt = _index_gt({"images": py_gt.dataset["images"], "categories": py_gt.dataset["categories"],
+                       "annotations": coco_dt.dataset.get("annotations", [])})
     e50 = pycocotools_eval_at_50(py_gt, py_dt, iou_type, sigmas, int(e.params.maxDets[-1]))
     return matches_from_cocoeval(e50, py_gt)
 
