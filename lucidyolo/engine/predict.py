@@ -308,9 +308,9 @@ def run_predict(
     ``FILE#frame=N`` for a video frame); ``on_progress(done, total)`` after each batch (``total``
     None when a video does not declare its frame count).
 
-    Returns one ``{"image", "image_id", "height", "width", "predictions"}`` dict per picture
-    (``predictions`` as the task's ``predict`` hook returns them; a video frame adds ``frame`` and
-    ``time`` in seconds; ``image_id`` is the one ``--save-json`` uses).
+    Returns one ``{"image", "height", "width", "predictions"}`` dict per picture (``predictions`` as
+    the task's ``predict`` hook returns them); a video frame adds ``frame`` and ``time`` in seconds,
+    and with ``save_json`` each adds the ``image_id`` of its COCO results.
 
     Raises:
         UserError: a bad threshold, decoder, size, batch size or source; a task without the hook an
@@ -351,7 +351,9 @@ def run_predict(
                     on_image(item.name, rows)
                 h, w = item.image.shape[:2]
                 image_id = outputs.image_id(item)
-                entry: dict[str, Any] = {"image": str(item.source), "image_id": image_id, "height": h, "width": w}
+                entry: dict[str, Any] = {"image": str(item.source), "height": h, "width": w}
+                if save_json is not None:  # the key from a file name to its COCO results
+                    entry["image_id"] = image_id
                 if item.frame is not None:
                     entry.update(frame=item.frame, time=item.time)
                 results.append({**entry, "predictions": rows})
