@@ -103,3 +103,21 @@ def label_stats(instances: dict[str, Any], image_index: Any, image_hw: Any, clas
     Leave it out to get the engine's panels only (instances per class, box centres and sizes).
     """
     raise _todo("label_stats")
+
+
+def label_lines(predictions: list[dict[str, Any]], image_hw: tuple[int, int], class_names: list[str],
+                meta: dict[str, Any], **_: Any) -> list[str]:
+    """``lucid predict --save-txt``: one image's ``predict`` dicts as YOLO-style lines ending in the confidence, optional.
+
+    ``lucidyolo.predict.label_lines.format_line`` formats a row; leave the hook out and ``--save-txt`` refuses.
+    """
+    raise _todo("label_lines")
+
+
+def coco_results(predictions: list[dict[str, Any]], image_id: int, image_hw: tuple[int, int], class_names: list[str],
+                 meta: dict[str, Any], **_: Any) -> list[dict[str, Any]]:
+    """``lucid predict --save-json``: one image's ``predict`` dicts as COCO results dicts, optional.
+
+    Leave it out when your task has no COCO results form (``--save-json`` then refuses with exit code 2).
+    """
+    raise _todo("coco_results")
