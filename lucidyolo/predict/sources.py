@@ -31,11 +31,15 @@ def resolve_sources(source: str) -> list[Path]:
             raise UserError(
                 f"--source {source} is neither an image nor a video file (suffix {path.suffix or 'none'}).",
                 fix=f"Use an image ({', '.join(IMAGE_SUFFIXES)}), a video ({', '.join(VIDEO_SUFFIXES)}), "
-                    "a folder of them or a glob.",
+                "a folder of them or a glob.",
             )
         files = [path]
     else:
-        files = sorted(Path(p) for p in glob.glob(source, recursive=True) if Path(p).suffix.lower() in SOURCE_SUFFIXES)
+        files = sorted(
+            Path(p)
+            for p in glob.glob(source, recursive=True)
+            if Path(p).suffix.lower() in SOURCE_SUFFIXES
+        )
     if not files:
         raise UserError(
             f"--source {source} matches no image or video.",

@@ -37,7 +37,7 @@ def require_av() -> ModuleType:
             "Predicting on a video needs PyAV, which is not installed.",
             why="video decoding and encoding is an optional extra, so image-only installs stay small.",
             fix="Install it with `pip install 'lucidyolo[video]'` (or `pip install av`), or extract the frames "
-                "as images and point --source at their folder.",
+            "as images and point --source at their folder.",
         ) from None
     return av
 
@@ -47,7 +47,7 @@ def _unreadable(path: Path, exc: Exception) -> DataError:
         f"{path} cannot be decoded as a video ({type(exc).__name__}: {exc}).",
         why="FFmpeg found no readable video stream in it (a truncated or non-video file, or an unknown codec).",
         fix="Check that the file plays; re-encode it (e.g. `ffmpeg -i in -c:v libx264 out.mp4`) or remove it "
-            "from --source.",
+        "from --source.",
     )
 
 
@@ -73,7 +73,8 @@ class VideoReader:
             if not self._container.streams.video:
                 raise ValueError("the file holds no video stream")
             stream = self._container.streams.video[0]
-            stream.thread_type = "AUTO"  # frame-parallel decoding: the model is the slow part, not this
+            # frame-parallel decoding: the model is the slow part, not this
+            stream.thread_type = "AUTO"
             self._stream = stream
             self.fps: Fraction = Fraction(stream.average_rate or stream.guessed_rate or 25)
             self.frames = int(stream.frames or 0)
@@ -123,7 +124,9 @@ class VideoWriter:
     def __init__(self, out: IO[bytes], fps: Fraction, height: int, width: int) -> None:
         av = require_av()
         self._container = av.open(out, mode="w", format="mp4")
-        self._stream = self._container.add_stream(OUTPUT_CODEC, rate=fps, options={"crf": OUTPUT_CRF})
+        self._stream = self._container.add_stream(
+            OUTPUT_CODEC, rate=fps, options={"crf": OUTPUT_CRF}
+        )
         self._stream.height, self._stream.width = height + height % 2, width + width % 2
         self._stream.pix_fmt = OUTPUT_PIX_FMT
         self._av = av
@@ -131,7 +134,9 @@ class VideoWriter:
 
     def write(self, image: np.ndarray) -> None:
         """Append one ``(H, W, 3)`` uint8 RGB frame."""
-        frame = self._av.VideoFrame.from_ndarray(np.ascontiguousarray(even_frame(image)), format="rgb24")
+        frame = self._av.VideoFrame.from_ndarray(
+            np.ascontiguousarray(even_frame(image)), format="rgb24"
+        )
         frame.pts = self.frames  # one tick of 1 / fps per frame: no frame dropped or repeated
         self._container.mux(self._stream.encode(frame))
         self.frames += 1

@@ -36,7 +36,8 @@ def _same_rows(a: np.ndarray, b: np.ndarray, tol: float) -> None:
     order near-equal scores differently."""
     assert a.shape == b.shape
     for x, y in ((a, b), (b, a)):
-        gap = np.abs(x[:, None, :5] - y[None, :, :5]).max(-1) + 1e9 * (x[:, None, 5] != y[None, :, 5])  # (n, n)
+        other_class = x[:, None, 5] != y[None, :, 5]  # (n, n)
+        gap = np.abs(x[:, None, :5] - y[None, :, :5]).max(-1) + 1e9 * other_class  # (n, n)
         assert gap.min(1).max() < tol
 
 

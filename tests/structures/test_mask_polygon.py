@@ -24,7 +24,8 @@ def test_a_disc_outline_has_few_vertices_and_rasterises_back_to_the_disc():
     back = _raster(ring, h, w)
     iou = (back & disc).sum() / (back | disc).sum()
     assert iou > 0.97
-    np.testing.assert_array_equal(_raster(mask_polygon(disc, tolerance=0), h, w), disc)  # exact without simplifying
+    # exact without simplifying
+    np.testing.assert_array_equal(_raster(mask_polygon(disc, tolerance=0), h, w), disc)
 
 
 def test_the_largest_part_is_kept_and_an_empty_mask_has_no_outline():
