@@ -74,9 +74,14 @@ def main() -> None:
     parser.add_argument("--variant", default="n")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument("--video-frames", type=int, default=48)
     parser.add_argument("--video-size", type=int, nargs=2, default=(480, 640), metavar=("H", "W"))
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from benchmarks._checkpoint import det_checkpoint
     from lucidyolo.engine.predict import run_predict
