@@ -206,3 +206,44 @@ def test_video_and_batch_errors_exit_2_with_a_fix(tiny, lucid, tmp_path, make, a
     assert r.returncode == 2, (r.stdout[-2000:], r.stderr[-3000:])
     assert re.search(match, r.stderr) and "fix:" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out" / "clip.mp4").exists()
+
+
+def test_a_terminal_gets_a_progress_bar_and_a_pipe_only_the_lines(tiny, tmp_path):
+    import os
+    import pty
+    import subprocess
+
+    from tests.conftest import BIN
+
+    base, ckpt, root = tiny
+    args = [
+        str(BIN / "lucid"),
+        "predict",
+        "--checkpoint",
+        str(ckpt),
+        "--source",
+        str(root / "train"),
+    ]
+    args += ["--conf", "0.5", "--device", "cpu", "--batch-size", "2"]
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    main, child = pty.openpty()
+    with subprocess.Popen(args, stdout=child, stderr=subprocess.PIPE, env=env) as proc:
+        os.close(child)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()[-3000:]
+    os.close(main)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert "predict" in shown and "5/5" in shown  # the bar, counting the 5 pictures
+    assert "5 images, 0 detections" in shown
+    piped = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert piped.returncode == 0
+    (line,) = piped.stdout.splitlines()  # no detection reaches 0.5: the summary line alone, no bar
+    assert line.startswith("5 images, 0 detections") and "\x1b" not in piped.stdout
