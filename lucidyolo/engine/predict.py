@@ -11,11 +11,9 @@ results (its ``coco_results``).
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +103,6 @@ class Predictor:
         Each is letterboxed to ``(S, S)`` on its own (the answers are those of one image at a
         time, to float rounding); the batch is ``(B, 3, S, S)``.
         """
-        import numpy as np
         import torch
 
         from lucidyolo.data.augment.letterbox import letterbox_image
@@ -146,22 +143,6 @@ class Predictor:
         return self.spec.draw(image=image, predictions=rows, class_names=self.class_names, meta=self.meta)
 
 
-@dataclass
-class Item:
-    """One picture to predict: an image file, or a frame of a video (``frame`` its 0-based index)."""
-
-    source: Path
-    image: np.ndarray
-    frame: int | None = None
-    time: float | None = None
-    fps: Fraction | None = None
-
-    @property
-    def name(self) -> str:
-        """How the item is named in printed lines: the file, and ``#frame=N`` for a video frame."""
-        return str(self.source) if self.frame is None else f"{self.source}#frame={self.frame}"
-
-
 def check_outputs(spec: TaskSpec, save_txt: Path | None, save_json: Path | None) -> None:
     """Refuse ``--save-txt`` / ``--save-json`` up front when the task has no hook to write them."""
     for flag, hook, chosen in (("--save-txt", "label_lines", save_txt), ("--save-json", "coco_results", save_json)):
@@ -171,128 +152,6 @@ def check_outputs(spec: TaskSpec, save_txt: Path | None, save_json: Path | None)
                 why="the task has no such file format (or its plugin does not write it yet).",
                 fix=f"Run without {flag}; --output FILE writes every prediction as JSON.",
             )
-
-
-def image_ids(files: Sequence[Path]) -> dict[Path, int] | None:
-    """COCO ``image_id`` per image file when every stem is a distinct number (COCO's own file names,
-    ``000000000139.jpg`` -> 139); ``None`` otherwise (ids then count 1, 2, ... in processing order)."""
-    from lucidyolo.predict.sources import is_video
-
-    if any(is_video(f) for f in files) or not all(f.stem.isdigit() for f in files):
-        return None
-    ids = {f: int(f.stem) for f in files}
-    return ids if len(set(ids.values())) == len(ids) else None
-
-
-def _items(files: Sequence[Path]) -> Iterator[Item]:
-    """Every image, and every frame of every video, in order; a video is read frame by frame."""
-    from lucidyolo.data.image_io import read_image_fast
-    from lucidyolo.predict.sources import is_video
-    from lucidyolo.predict.video import VideoReader
-
-    for f in files:
-        if not is_video(f):
-            yield Item(f, read_image_fast(f))  # libjpeg-turbo for JPEG, as validation decodes
-            continue
-        with VideoReader(f) as video:
-            for i, frame in enumerate(video):
-                yield Item(f, frame, i, round(float(i / video.fps), 6), video.fps)
-
-
-def _batches(items: Iterator[Item], size: int) -> Iterator[list[Item]]:
-    batch: list[Item] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-class _Outputs:
-    """The files of one ``lucid predict`` run, written item by item as results arrive.
-
-    ``--save``: ``<stem>.jpg`` per image; per video ``<stem>.mp4`` (every frame drawn, the source's
-    frame rate) and ``<stem>.jsonl`` (one JSON line per frame). ``--save-txt``: ``<stem>.txt`` per
-    image, ``<stem>_<frame:06d>.txt`` per frame (empty when nothing was found). ``--save-json``: one
-    COCO results list. Videos and JSON lines are written to temporary files, renamed when complete.
-    """
-
-    def __init__(self, predictor: Predictor, save: Path | None, save_txt: Path | None, save_json: Path | None,
-                 ids: dict[Path, int] | None) -> None:
-        self.predictor, self.save, self.save_txt, self.save_json = predictor, save, save_txt, save_json
-        self.ids = ids
-        self.next_id = 1
-        self.coco: list[dict[str, Any]] = []
-        self._stack = contextlib.ExitStack()
-        self._video: Path | None = None
-        self._writer: Any = None
-        self._lines: Any = None
-        for folder in (save, save_txt):
-            if folder is not None:
-                folder.mkdir(parents=True, exist_ok=True)
-
-    def image_id(self, item: Item) -> int:
-        if self.ids is not None:
-            return self.ids[item.source]
-        self.next_id += 1
-        return self.next_id - 1
-
-    def write(self, item: Item, rows: list[dict[str, Any]], image_id: int) -> None:
-        spec, hw = self.predictor.spec, (int(item.image.shape[0]), int(item.image.shape[1]))
-        if self.save is not None:
-            drawn = self.predictor.draw(item.image, rows)
-            if item.frame is None:
-                with atomic_open(self.save / f"{item.source.stem}.jpg", "wb") as out:  # whole files only
-                    drawn.save(out, format="JPEG", quality=92)
-            else:
-                self._video_frame(item, rows, np.asarray(drawn))
-        if self.save_txt is not None:
-            assert spec.label_lines is not None
-            lines = spec.label_lines(predictions=rows, image_hw=hw, class_names=self.predictor.class_names,
-                                     meta=self.predictor.meta)
-            stem = item.source.stem if item.frame is None else f"{item.source.stem}_{item.frame:06d}"
-            with atomic_open(self.save_txt / f"{stem}.txt", "w", encoding="utf-8") as out:
-                out.write("".join(f"{line}\n" for line in lines))
-        if self.save_json is not None:
-            assert spec.coco_results is not None
-            self.coco += spec.coco_results(predictions=rows, image_id=image_id, image_hw=hw,
-                                           class_names=self.predictor.class_names, meta=self.predictor.meta)
-
-    def _video_frame(self, item: Item, rows: list[dict[str, Any]], drawn: np.ndarray) -> None:
-        from lucidyolo.predict.video import VideoWriter
-
-        assert self.save is not None and item.frame is not None and item.fps is not None
-        if self._video != item.source:
-            self.close_video()
-            target = self.save / f"{item.source.stem}.mp4"
-            if target.resolve() == item.source.resolve():
-                raise UserError(f"--save {self.save} would overwrite the source video {item.source}.",
-                                fix="Save into another folder.")
-            self._stack = contextlib.ExitStack()
-            out = self._stack.enter_context(atomic_open(target, "wb"))
-            self._writer = VideoWriter(out, item.fps, drawn.shape[0], drawn.shape[1])
-            self._lines = self._stack.enter_context(
-                atomic_open(self.save / f"{item.source.stem}.jsonl", "w", encoding="utf-8"))
-            self._video = item.source
-        self._writer.write(drawn)
-        self._lines.write(json.dumps({"frame": item.frame, "time": item.time, "height": int(drawn.shape[0]),
-                                      "width": int(drawn.shape[1]), "predictions": rows}) + "\n")
-
-    def close_video(self) -> None:
-        """Finish the current video (its MP4 index) and put it and its JSON lines in place."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        self._video = None
-        self._stack.close()
-
-    def abort(self, exc: BaseException) -> None:
-        """Leave no partial video or JSON lines behind (the temporary files are removed)."""
-        self._writer = None
-        self._video = None
-        self._stack.__exit__(type(exc), exc, exc.__traceback__)
 
 
 def run_predict(
@@ -335,16 +194,18 @@ def run_predict(
                 total = None if total is None or not probe.frames else total + probe.frames
     from lucidyolo.engine.restore import restore
     from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.predict.items import batches, image_ids, source_items
+    from lucidyolo.predict.outputs import PredictOutputs
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
     restored = restore(checkpoint, ema=ema)
     check_outputs(restored.spec, save_txt, save_json)
     predictor = Predictor(restored, decoder, img_size, device, draw=save is not None)
-    outputs = _Outputs(predictor, save, save_txt, save_json, image_ids(files))
+    outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files))
     results: list[dict[str, Any]] = []
     try:
         # batches of pictures (a batch may span files): letterbox makes every input (S, S)
-        for batch in _batches(_items(files), batch_size):
+        for batch in batches(source_items(files), batch_size):
             for item, outcome in zip(batch, predictor.batch([it.image for it in batch], conf), strict=True):
                 rows = outcome.rows
                 if on_image is not None:

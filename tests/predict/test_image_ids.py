@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lucidyolo.engine.predict import image_ids
+from lucidyolo.predict.items import image_ids
 
 
 def test_numbered_files_keep_their_number():
