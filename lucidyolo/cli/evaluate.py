@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -29,6 +30,9 @@ def evaluate(
         True, "--fold/--no-fold",
         help="Fold BatchNorm into the convolutions (faster); --no-fold scores the graph exactly as training validated it.",
     ),
+    plots: Path | None = typer.Option(
+        None, "--plots", help="Write PR / F1 / P / R curves and confusion matrices (PNG + JSON) into this folder.",
+    ),
     coco_backend: str = typer.Option(
         "auto", "--coco-backend", metavar="auto|pycocotools|faster_coco_eval",
         help="Library that scores COCO results (same protocol; auto: faster_coco_eval when installed).",
@@ -45,7 +49,7 @@ def evaluate(
         checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=flag in ("true", "1", "yes") and not no_masks,
         img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
-        fold=fold, coco_backend=coco_backend,
+        fold=fold, coco_backend=coco_backend, plots=plots,
     )
     print_report(report)
 
@@ -69,7 +73,32 @@ def print_report(report: dict) -> None:
         for name in next(iter(paths.values()))[iou_type]["stats"]:
             table.add_row(name, *(f"{p[iou_type]['stats'][name]:.4f}" for p in paths.values()))
         console.print(table)
+    first = next(iter(paths.values()), {})
+    for iou_type, stats in first.items():
+        if isinstance(stats, dict) and stats.get("per_class"):
+            console.print(per_class_table(next(iter(paths)), iou_type, stats))
     source = report.get("img_size_source")
     if source:
         info(f"image size: {report['img_size']} px ({source})")
+    if report.get("plots"):
+        info(f"plots: {len(report['plots'])} files in {Path(report['plots'][0]).parent}")
     info(f"timings: {', '.join(f'{k} {v:.2f}' for k, v in report['timings'].items())}")
+
+
+def per_class_table(path: str, iou_type: str, stats: dict) -> Any:
+    """Rows: classes; columns: ground truths, AP, AP50 and precision / recall at the best mean-F1 confidence."""
+    from rich.table import Table
+
+    curves = stats.get("curves") or {}
+    at = f", P / R at conf {curves['best_conf']:.3f}" if curves.get("best_conf") is not None else ""
+    table = Table(title=f"per class ({iou_type}, {path}{at})")
+    for name in ("class", "gt", "AP", "AP50", "P", "R"):
+        table.add_column(name, justify="left" if name == "class" else "right")
+
+    def cell(value: Any) -> str:
+        return "-" if value is None or (isinstance(value, float) and value < 0) else f"{value:.4f}"
+
+    for c in stats["per_class"]:
+        table.add_row(str(c.get("name")), str(c.get("num_gt", c.get("gt", ""))), cell(c.get("ap")), cell(c.get("ap50")),
+                      cell(c.get("precision")), cell(c.get("recall")))
+    return table

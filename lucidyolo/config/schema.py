@@ -239,6 +239,10 @@ class TrainerConfig(StrictModel):
     accelerator: str = "auto"
     strategy: str = "auto"
     num_nodes: int = Field(1, gt=0)
+    sync_batchnorm: bool = Field(
+        True, description="BatchNorm statistics over the global batch when training in several processes (no-op in "
+        "one): 2 processes at batch 4 then train as 1 at batch 8",
+    )
     precision: str = Field(
         "auto", description="Lightning precision, or 'auto': bf16-mixed where the device multiplies bfloat16 in "
         "hardware (AMX CPUs, CUDA >= 8.0), else 32-true; validation always runs in float32",

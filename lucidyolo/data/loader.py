@@ -177,6 +177,14 @@ class EpochSampler(Sampler[tuple[int, int, int]]):
     seeds that sample's augmentation. With ``world_size > 1`` each rank takes
     every ``world_size``-th position (padded by wrapping so all ranks see the
     same count). Use it with Lightning's ``use_distributed_sampler=False``.
+
+    The order, written down (``W`` processes, ``b`` images per process): process
+    ``r`` takes positions ``r, r + W, r + 2W, ...`` and its ``k``-th batch is
+    positions ``k b W + r + W j`` for ``j < b``, so the ``k``-th global batch (every
+    process's ``k``-th) is positions ``k b W .. (k + 1) b W - 1``: the ``k``-th batch of
+    one process at batch ``b W``, the same images augmented alike. Only when the
+    split is not a multiple of ``W`` does the wrap-around padding repeat the first
+    positions' images at the end (tests/distributed/test_global_batch_order.py).
     """
 
     def __init__(self, num_items: int, shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:

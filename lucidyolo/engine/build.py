@@ -170,6 +170,16 @@ def local_ranks(cfg: RunConfig, cuda: bool) -> int:
     return max(1, count, local_world_size())
 
 
+def global_processes(cfg: RunConfig, cuda: bool) -> int:
+    """Training processes of the whole run, every node's: the global batch is ``batch_size`` x this.
+
+    ``local_ranks x trainer.num_nodes``, or the launcher's ``WORLD_SIZE`` (torchrun, the environment-variable
+    launch) when that is larger, so the learning rate and the schedule follow the global batch.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return max(local_ranks(cfg, cuda) * cfg.trainer.num_nodes, world, 1)
+
+
 def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple[RunConfig, Any]:
     """The config with its ``auto`` schedule values resolved for this run, and the :class:`Recipe`.
 

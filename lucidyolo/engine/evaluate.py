@@ -50,7 +50,7 @@ def run_eval(
     checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True, masks: bool = True,
     img_size: int | None = None, batch_size: int | None = None, device: str = "auto", limit: int | None = None,
     output: Path | None = None, save_json: Path | None = None, task: str | None = None, fold: bool = True,
-    coco_backend: str = "auto",
+    coco_backend: str = "auto", plots: Path | None = None,
 ) -> dict[str, Any]:
     """Score a checkpoint; returns the report dict (also written to ``output``).
 
@@ -60,6 +60,14 @@ def run_eval(
     ``data.img_size`` (the size it was trained and validated at); the report
     says which was used (``img_size``, ``img_size_source``). ``coco_backend``
     picks the library that scores COCO results (:mod:`lucidyolo.metrics.coco_backend`).
+
+    Where the task's ``evaluate`` hook returns what it matched (``matches``),
+    each scored IoU type gets ``curves`` (the best mean-F1 confidence and the
+    class-mean precision, recall and F1 there) and each ``per_class`` entry its
+    ``precision`` and ``recall`` at that confidence; ``plots`` names a folder
+    for the PR / F1 / P / R curves and confusion matrices
+    (``{stem}_{iou_type}_*.png``, ``{stem}_nms_{iou_type}_*`` for the NMS path,
+    ``stem`` the checkpoint's file stem) and the report lists them in ``plots``.
     """
     from lucidyolo.engine.fit import quiet_known_warnings
 
@@ -72,6 +80,12 @@ def run_eval(
     from lucidyolo.metrics.coco_eval import save_results_json
 
     resolve_backend(coco_backend)  # a bad name or a missing library fails before the model loads
+    if plots is not None and plots.exists() and not plots.is_dir():
+        raise UserError(
+            f"--plots {plots} is a file, not a folder.",
+            why="the curves are several PNG files and a JSON.",
+            fix="Name a folder (it is created if missing).",
+        )
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the report names (and hashes) the file it scored
     restored = restore(checkpoint, ema=ema, task=task)
@@ -105,9 +119,12 @@ def run_eval(
         outcome = spec.evaluate(
             model=inference_model(restored.model, ("e2e", "nms"), dev, fold=fold), decode=spec.decode, source=source,
             img_size=img_size, batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit,
-            options={"masks": masks},
+            options={"masks": masks, "matches": True},
         )
     paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
+    t_curves = time.perf_counter()
+    written = add_curves(paths, outcome.get("matches") or {}, plots, checkpoint.stem)
+    timing["curves_s"] = time.perf_counter() - t_curves
     if save_json is not None:
         for i, (path, rows) in enumerate(results.items()):  # the first path keeps the given name
             save_results_json(rows, save_json if i == 0 else save_json.with_name(f"{save_json.stem}_{path}{save_json.suffix}"))
@@ -128,13 +145,48 @@ def run_eval(
         "config": cfg.model_dump(mode="json"),
         "paths": paths,
         "timings": timing,
+        **({"plots": [str(p) for p in written]} if plots is not None else {}),
         # a protocol's own summary figures (e.g. how many whole scenes its tiles make)
-        **{k: v for k, v in outcome.items() if k not in ("paths", "timings", "results", "num_images", "engine")},
+        **{k: v for k, v in outcome.items()
+           if k not in ("paths", "timings", "results", "num_images", "engine", "matches")},
     }
     if output is not None:
         with atomic_open(output, "w", encoding="utf-8") as f:
             f.write(json.dumps(report, indent=2))
     return report
+
+
+def add_curves(paths: dict[str, Any], matches: dict[str, Any], plots: Path | None, stem: str) -> list[Path]:
+    """Add ``curves`` and per-class ``precision`` / ``recall`` to ``paths`` from ``matches``; draw into ``plots``.
+
+    ``matches`` is ``{path: {iou_type: Matches}}``; per-class entries are paired with
+    the matches' classes by name. Returns the files written (none without ``plots``).
+    """
+    import re
+
+    from lucidyolo.metrics.curves import compute_curves
+
+    written: list[Path] = []
+    for i, (path, per_type) in enumerate(matches.items()):
+        for iou_type, found in per_type.items():
+            stats = paths.get(path, {}).get(iou_type)
+            if not isinstance(stats, dict):
+                continue
+            curves = compute_curves(found)
+            summary = curves.summary()
+            stats["curves"] = {k: summary[k] for k in ("iou_threshold", "best_conf", "precision", "recall", "f1")}
+            by_name = {c["name"]: c for c in summary["per_class"]}
+            for entry in stats.get("per_class", []):
+                own = by_name.get(str(entry.get("name")))
+                if own is not None:
+                    entry["precision"], entry["recall"] = own["precision"], own["recall"]
+            if plots is not None:
+                from lucidyolo.engine.curve_plots import write_curve_plots
+
+                kind = re.sub(r"[^A-Za-z0-9]+", "_", iou_type).strip("_")
+                prefix = f"{stem}_{kind}" if i == 0 else f"{stem}_{path}_{kind}"  # the first path keeps the plain name
+                written += write_curve_plots(curves, plots, prefix)
+    return written
 
 
 def _scoring_engine(paths: dict[str, Any], task: str) -> str:

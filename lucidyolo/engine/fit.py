@@ -193,7 +193,7 @@ def _fit(
         build_system,
         data_root_of,
         dataset_meta,
-        local_ranks,
+        global_processes,
         open_split,
         resolve_num_classes,
         resolve_schedule,
@@ -231,7 +231,7 @@ def _fit(
     check_same_categories(train_src, val_src)
 
     cuda = uses_cuda(cfg)
-    ranks = local_ranks(cfg, cuda)
+    ranks = global_processes(cfg, cuda)  # every node's processes: the schedule follows the global batch
     cfg, recipe = resolve_schedule(cfg, len(train_src), ranks)  # the 'auto' schedule values
     requested_precision, cfg = cfg.trainer.precision, resolve_precision(cfg, cuda)
     pl.seed_everything(cfg.seed, workers=False, verbose=False)

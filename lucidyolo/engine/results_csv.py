@@ -8,13 +8,14 @@ Columns (``results_columns``) follow the common ``<split>/<term>`` and
   declares (``TaskSpec.loss_terms``), before gains: detection's ``box``
   (1 - CIoU), ``cls`` (BCE), ``l1`` (stride-unit L1);
 * the task's epoch metrics under the column names it declares
-  (``MetricSpec.columns``; detection: ``metrics/mAP50(B)``,
-  ``metrics/mAP50-95(B)``);
+  (``MetricSpec.columns``; detection: ``metrics/precision(B)``,
+  ``metrics/recall(B)``, ``metrics/mAP50(B)``, ``metrics/mAP50-95(B)``);
 * ``lr/pg0`` ... one per optimizer parameter group.
 
-No ``metrics/precision(B)`` / ``metrics/recall(B)``: those conventionally mean
-P and R at the max-F1 confidence, which our metrics do not compute; an empty
-or differently defined column would mislead the tools that parse it.
+``metrics/precision(B)`` / ``metrics/recall(B)`` mean what the tools that parse
+them expect: the class means of precision and recall at IoU 0.5 and the
+confidence of the best mean F1, read from the metric's own matches
+(:mod:`lucidyolo.metrics.curves`).
 
 Writing rewrites the whole (small) file atomically and drops rows whose epoch
 is >= the new row's epoch, so a run resumed from ``last.ckpt`` after a crash
@@ -113,7 +114,8 @@ def write_results_row(
 
     Raises:
         ValueError: ``row`` has a key outside ``columns`` or lacks ``epoch``,
-            or the existing file has different columns.
+            or the existing file has a column ``columns`` lacks (a file with
+            fewer columns is rewritten under ``columns``, new cells empty).
     """
     columns = list(columns)
     unknown = set(row) - set(columns)
@@ -126,13 +128,15 @@ def write_results_row(
     kept: list[list[str]] = []
     if path.exists():
         old_columns, old_rows = read_results(path)
-        if old_columns and old_columns != columns:
+        if old_columns and old_columns != columns and not set(old_columns) <= set(columns):
             raise ValueError(
                 f"{path} has columns {old_columns}, expected {columns}; "
                 "write a new run directory instead of mixing layouts"
             )
+        # a file written before columns were added (a run resumed after an upgrade) takes the
+        # new header; its rows leave the new columns empty
         kept = [
-            [_fmt(int(r[c]) if c == "epoch" else r[c]) for c in columns]
+            [_fmt(int(r[c]) if c == "epoch" else r.get(c)) for c in columns]
             for r in old_rows
             if r["epoch"] < epoch
         ]

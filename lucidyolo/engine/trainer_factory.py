@@ -116,6 +116,7 @@ def make_trainer(
 
     from lucidyolo.engine.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
     from lucidyolo.engine.interrupt import StopLoadersOnException
+    from lucidyolo.engine.layer_sync import GlobalBatchNorm
     from lucidyolo.engine.rng_state import RNGStateCallback
 
     # flush_secs bounds how long closing the writer can wait. A stop signal raises in the main thread
@@ -142,6 +143,10 @@ def make_trainer(
         ResultsCallback(run.path, spec.loss_terms, {k: spec.metrics.column(k) for k in spec.metrics.keys}),
         RNGStateCallback(), StopLoadersOnException(),
     ]
+    if spec.matches is not None and spec.metrics.monitor is not None:
+        from lucidyolo.engine.best_curves import BestCurves
+
+        callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path))
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if progress_bar:
@@ -160,7 +165,8 @@ def make_trainer(
         accumulate_grad_batches=t.accumulate_grad_batches, limit_train_batches=t.limit_train_batches,
         limit_val_batches=t.limit_val_batches, check_val_every_n_epoch=t.check_val_every_n_epoch,
         log_every_n_steps=t.log_every_n_steps, default_root_dir=str(run.root), logger=[tb, csv],
-        callbacks=callbacks, plugins=[AtomicCheckpointIO()], use_distributed_sampler=False,
+        callbacks=callbacks, plugins=[AtomicCheckpointIO(), *([GlobalBatchNorm()] if t.sync_batchnorm else [])],
+        use_distributed_sampler=False,
         enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=progress_bar,
     )
     skip_uninitialized_fill()

@@ -1,6 +1,7 @@
 """Detection loss of one head branch (o2m or o2o) given its assignment.
 
-With ``W = max(sum of target weights, 1)``:
+With ``W = max(sum of target weights, 1)`` over the global batch (summed over every
+process, :mod:`lucidyolo.losses.normaliser`):
 
 - ``cls``: BCE-with-logits over all anchors x classes against ``one-hot x weight``
   (background target 0), summed, ``/ W``;
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment
+from lucidyolo.losses.normaliser import global_normaliser
 from lucidyolo.structures.box_iou import box_ciou
 
 
@@ -58,7 +60,7 @@ class BranchLoss(nn.Module):
         """
         num_classes = logits.shape[-1]
         weights = assignment.weights.float()  # (B, A), zero for background
-        norm = weights.sum().clamp(min=1.0)
+        norm = global_normaliser(weights.sum())  # max(W, 1), W over every process's share of the batch
         fg = assignment.fg_mask
 
         target_cls = F.one_hot(assignment.labels.clamp(min=0), num_classes).float()  # (B, A, C)
@@ -81,7 +83,7 @@ class BranchLoss(nn.Module):
             target: ``(B, A, 4)`` assigned xyxy px (background rows: ``pred`` detached).
             strides: ``(A,)`` float32 anchor strides.
             weights: ``(B, A)`` soft target weights (zero for background).
-            norm: 0-d ``max(sum(weights), 1)``.
+            norm: 0-d ``max(sum(weights), 1)`` (:func:`~lucidyolo.losses.normaliser.global_normaliser`).
         """
         box = ((1.0 - box_ciou(pred, target)) * weights).sum() / norm
         l1_per_anchor = ((pred - target).abs() / strides.view(1, -1, 1)).sum(-1)  # (B, A)

@@ -24,7 +24,7 @@ pairs)::
 
     r_a   = (gt_a - p_a) / size_a / sigma_a             a in {x, y}, size = (w, h)
     L     = sum_a (|r_a| + log 2 + log sigma_a) - log G(r_x, r_y)
-    kpt   = sum L / max(V, 1)
+    kpt   = sum L / max(V, 1)        (V, N' counted over the global batch)
 
 ``|r| + log 2`` is ``-log Q`` of the unit Laplace; ``G`` is the flow
 (:class:`~lucidyolo.losses.realnvp.RealNVP2D`), one joint log density per point.
@@ -54,6 +54,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment
+from lucidyolo.losses.normaliser import global_normaliser
 from lucidyolo.losses.realnvp import RealNVP2D
 
 KEYPOINT_LOSS_KINDS = ("rle", "laplace_nll")
@@ -150,7 +151,7 @@ class KeypointTerm(nn.Module):
         nll = (r.abs() + _LOG_2 + log_sigma).sum(-1)  # (V,)
         if self.flow is not None:
             nll = nll - self.flow.log_prob(r)
-        return nll.sum() / visible.sum().clamp(min=1)
+        return nll.sum() / global_normaliser(visible.sum())
 
     def _oks(self, pred: Tensor, gt: Tensor, size: Tensor, visible: Tensor) -> Tensor:
         """Mean ``1 - OKS`` over the positives with a visible point."""
@@ -161,4 +162,4 @@ class KeypointTerm(nn.Module):
         count = vis.sum(-1)  # (N,)
         oks = (torch.exp(-d2 / kappa) * vis).sum(-1) / count.clamp(min=1)
         has_point = (count > 0).float()
-        return ((1.0 - oks) * has_point).sum() / has_point.sum().clamp(min=1)
+        return ((1.0 - oks) * has_point).sum() / global_normaliser(has_point.sum())

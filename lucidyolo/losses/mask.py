@@ -27,7 +27,7 @@ full-image mask is ever built.
     ``(x1, y1)`` and step ``(w, h) / S``). Then::
 
         loss_a = mean_ij BCEWithLogits(z_ij, t_ij)    (~ BCE summed over the box / box area)
-        mask   = sum_a loss_a / max(num positives, 1)
+        mask   = sum_a loss_a / max(num positives, 1)   (positives of the global batch)
 
     Vectorised over instances: positives are grouped by GT (sorted by the flat
     GT id ``b * M + g``, ranked within their group) into a padded ``(G, K, P)``
@@ -60,6 +60,7 @@ from torch import Tensor, nn
 from torchvision.ops import roi_align
 
 from lucidyolo.assign.assignment import Assignment
+from lucidyolo.losses.normaliser import global_normaliser
 from lucidyolo.structures.rasterize import rasterize_rings
 
 POLYGON_KEYS = ("poly_points", "poly_ring_lengths", "poly_ring_image", "poly_ring_slot")
@@ -182,6 +183,8 @@ class MaskTerm(nn.Module):
     ) -> Tensor:
         b_idx, a_idx = assignment.fg_mask.nonzero(as_tuple=True)  # (N,) each
         num_pos = b_idx.shape[0]
+        # before the early return: the normaliser is a collective every process calls once per batch
+        norm = global_normaliser(assignment.fg_mask.sum())
         if num_pos == 0:
             return coeffs.sum() * 0.0 + protos.sum() * 0.0  # zero, with a grad path
         m = targets["boxes"].shape[1]
@@ -207,7 +210,7 @@ class MaskTerm(nn.Module):
         bce = F.binary_cross_entropy_with_logits(
             logits, target[:, None].expand_as(logits), reduction="none"
         ).mean(-1)  # (G, K) per positive
-        return (bce * valid).sum() / num_pos
+        return (bce * valid).sum() / norm
 
 
 class SemanticTerm(nn.Module):

@@ -29,7 +29,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from pycocotools.cocoeval import COCOeval
 from lucidyolo.atomic_write import atomic_open
 from lucidyolo.metrics.coco_backend import coco_classes, resolve_backend
 from lucidyolo.metrics.mapping import unletterbox
+from lucidyolo.metrics.matches import Matches
 
 BOX_STAT_NAMES: tuple[str, ...] = (
     "AP", "AP50", "AP75", "APs", "APm", "APl",
@@ -88,6 +89,8 @@ class CocoResult:
         num_images: images in the ground truth.
         num_detections: detections scored.
         backend: the library that scored them (``pycocotools`` or ``faster_coco_eval``).
+        matches: what was matched at IoU 0.5 (:mod:`lucidyolo.metrics.coco_matches`),
+            when :func:`evaluate_coco` was asked for it; not part of :meth:`to_dict`.
     """
 
     iou_type: str
@@ -99,6 +102,7 @@ class CocoResult:
     num_detections: int = 0
     backend: str = "pycocotools"
     extra: dict[str, Any] = field(default_factory=dict)
+    matches: Matches | None = field(default=None, repr=False)
 
     def stats_array(self) -> np.ndarray:
         """The stats as pycocotools' ``COCOeval.stats`` array, ``(12,)`` or ``(10,)``."""
@@ -106,7 +110,8 @@ class CocoResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view for reports."""
-        out = asdict(self)
+        out = asdict(replace(self, matches=None))
+        out.pop("matches")
         out["per_class"] = [asdict(c) for c in self.per_class]
         return out
 
@@ -224,6 +229,7 @@ def evaluate_coco(
     iou_type: str = "bbox",
     kpt_oks_sigmas: Sequence[float] | np.ndarray | None = None,
     backend: str | None = None,
+    matches: bool = False,
 ) -> CocoResult:
     """Score detections against COCO ground truth with pycocotools (or faster-coco-eval, same protocol).
 
@@ -244,6 +250,9 @@ def evaluate_coco(
         backend: ``auto``, ``pycocotools`` or ``faster_coco_eval``; ``None``
             takes the one set by :func:`lucidyolo.metrics.coco_backend.using_backend`
             (``auto`` outside one).
+        matches: also read what was matched at IoU 0.5 into
+            :attr:`CocoResult.matches` (pycocotools' own ``evalImgs``; with
+            faster-coco-eval, one more pycocotools pass at IoU 0.5 only).
 
     Returns:
         The 12 (10 for keypoints) named stats, per-class AP, timings and the
@@ -271,13 +280,17 @@ def evaluate_coco(
         t = time.perf_counter()
         coco_dt = _load_results(coco_gt, detections, coco_class)
         timings["load_results"] = time.perf_counter() - t
-        e = eval_class(coco_gt, coco_dt, iouType=iou_type)
+        # faster-coco-eval logs its summary through `logging`; hand it `print` so
+        # the table lands in the captured log as pycocotools' does
+        extra = {"print_function": print} if backend == "faster_coco_eval" else {}
+        e = eval_class(coco_gt, coco_dt, iouType=iou_type, **extra)
         if sigmas is not None:
             e.params.kpt_oks_sigmas = sigmas
         for step in ("evaluate", "accumulate", "summarize"):
             t = time.perf_counter()
             getattr(e, step)()
             timings[step] = time.perf_counter() - t
+        found = _matches(e, coco_gt, gt, detections, iou_type, sigmas, backend) if matches else None
     timings["total"] = time.perf_counter() - t_start
     names = _STAT_NAMES[iou_type]
     # faster-coco-eval appends extra figures after the standard ones
@@ -291,7 +304,21 @@ def evaluate_coco(
         num_images=len(coco_gt.getImgIds()),
         num_detections=len(detections),
         backend=backend,
+        matches=found,
     )
+
+
+def _matches(e: Any, coco_gt: Any, gt: dict[str, Any], detections: Sequence[dict[str, Any]],
+             iou_type: str, sigmas: np.ndarray | None, backend: str) -> Matches:
+    """The matches behind AP50: ``e``'s own ``evalImgs``, or pycocotools' at IoU 0.5 where ``e`` keeps none."""
+    from lucidyolo.metrics.coco_matches import matches_from_cocoeval, pycocotools_eval_at_50
+
+    if backend == "pycocotools":
+        return matches_from_cocoeval(e, coco_gt)
+    py_gt = _index_gt(gt)
+    py_dt = _load_results(py_gt, detections)
+    e50 = pycocotools_eval_at_50(py_gt, py_dt, iou_type, sigmas, int(e.params.maxDets[-1]))
+    return matches_from_cocoeval(e50, py_gt)
 
 
 def _json_default(obj: Any) -> Any:

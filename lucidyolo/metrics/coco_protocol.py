@@ -77,12 +77,15 @@ def predict_split(
 def evaluate_coco_protocol(
     *, model: Any, decode: Callable[..., Any], to_results: Callable[..., list[dict[str, Any]]], source: ImageSource,
     fields: Sequence[str], iou_types: Sequence[str], img_size: int, batch_size: int, device: Any, limit: int | None,
+    matches: bool = False,
 ) -> dict[str, Any]:
     """Predict a split and score every decode path with pycocotools for each of ``iou_types``.
 
+    ``matches``: also return what pycocotools matched at IoU 0.5 (``"matches": {path: {iou_type: Matches}}``).
+
     Returns:
         ``{"paths": {path: {iou_type: stats dict}}, "timings": {...}, "results": {path: [...]},
-        "num_images": int}`` (the shape the ``evaluate`` hook returns).
+        "num_images": int}`` (the shape the ``evaluate`` hook returns), plus ``matches`` when asked.
     """
     from lucidyolo.data.coco_gt import build_coco_gt
     from lucidyolo.metrics.coco_eval import evaluate_coco
@@ -96,10 +99,14 @@ def evaluate_coco_protocol(
         gt = {**gt, "images": [im for im in gt["images"] if im["id"] in keep],
               "annotations": [a for a in gt["annotations"] if a["image_id"] in keep]}
     paths: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     for path, dets in results.items():
-        paths[path] = {}
+        paths[path], found[path] = {}, {}
         for iou_type in iou_types:
-            res = evaluate_coco(gt, dets, iou_type=iou_type)
+            res = evaluate_coco(gt, dets, iou_type=iou_type, matches=matches)
             paths[path][iou_type] = res.to_dict()
+            if res.matches is not None:
+                found[path][iou_type] = res.matches
             timings[f"cocoeval_{path}_{iou_type}_s"] = res.timings.get("total", 0.0)
-    return {"paths": paths, "timings": timings, "results": results, "num_images": len(gt["images"])}
+    out = {"paths": paths, "timings": timings, "results": results, "num_images": len(gt["images"])}
+    return {**out, "matches": found} if matches else out

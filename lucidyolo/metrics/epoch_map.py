@@ -36,6 +36,19 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
+from lucidyolo.metrics.matches import Matches
+
+
+def precision_recall(matches: Matches | None, prefix: str = "") -> dict[str, torch.Tensor]:
+    """``{prefix + "precision", prefix + "recall"}``: class means at the best mean-F1 confidence (0 when undefined)."""
+    from lucidyolo.metrics.curves import compute_curves
+
+    p = r = 0.0
+    if matches is not None and (matches.num_gt > 0).any():
+        curves = compute_curves(matches)
+        p, r = curves.mean_precision, curves.mean_recall
+    return {f"{prefix}precision": torch.tensor(p, dtype=torch.float32),
+            f"{prefix}recall": torch.tensor(r, dtype=torch.float32)}  # fmt: skip
 
 
 def _rows_to_numpy(state: list[torch.Tensor] | torch.Tensor, width: int) -> np.ndarray:
@@ -144,7 +157,8 @@ class EpochMAP(Metric):
             ``compute_on_cpu=True``, ``process_group``).
 
     After ``compute()``, :attr:`last_result` holds the full
-    :class:`~lucidyolo.metrics.coco_eval.CocoResult` (12 stats, per class).
+    :class:`~lucidyolo.metrics.coco_eval.CocoResult` (12 stats, per class,
+    and its ``matches`` at IoU 0.5).
     """
 
     is_differentiable = False
@@ -244,7 +258,9 @@ class EpochMAP(Metric):
         """Score everything seen (on every rank, after sync).
 
         Returns:
-            ``{"mAP50-95": t, "mAP50": t}`` float tensors; 0.0 where COCOeval
+            ``{"mAP50-95": t, "mAP50": t, "precision": t, "recall": t}`` float
+            tensors (precision and recall: class means at the best mean-F1
+            confidence, :mod:`lucidyolo.metrics.curves`); 0.0 where COCOeval
             reports -1 (no ground truth at all: undefined, logged as 0 so a
             checkpoint monitor never prefers an empty epoch).
         """
@@ -258,10 +274,11 @@ class EpochMAP(Metric):
         if not gt["images"] or not gt["categories"]:
             self.last_result = None
             zero = torch.tensor(0.0, dtype=torch.float32)
-            return {"mAP50-95": zero, "mAP50": zero.clone()}
-        result = evaluate_coco(gt, dets, iou_type="bbox")
+            return {"mAP50-95": zero, "mAP50": zero.clone(), "precision": zero.clone(), "recall": zero.clone()}
+        result = evaluate_coco(gt, dets, iou_type="bbox", matches=True)
         self.last_result = result
         return {
             "mAP50-95": torch.tensor(max(result.stats["AP"], 0.0), dtype=torch.float32),
             "mAP50": torch.tensor(max(result.stats["AP50"], 0.0), dtype=torch.float32),
+            **precision_recall(result.matches),
         }

@@ -45,6 +45,7 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
+from lucidyolo.metrics.epoch_map import precision_recall
 from lucidyolo.metrics.keypoint_results import keypoint_results
 from lucidyolo.metrics.mapping import clip_to_image, image_region
 from lucidyolo.metrics.oks import keypoint_sigmas
@@ -191,15 +192,17 @@ class OKSEpochMAP(nn.Module):
         """Score everything seen.
 
         Returns:
-            ``{"oks_mAP": t}`` (the engine logs it as ``val/oks_mAP``), a float32
-            tensor; 0.0 where COCOeval reports -1 (no scorable ground truth) or
+            ``{"oks_mAP": t, "oks_precision": t, "oks_recall": t}`` (logged as
+            ``val/oks_mAP`` ...; precision and recall at OKS 0.5 and the best
+            mean-F1 confidence), float32 tensors; 0.0 where COCOeval reports -1 (no scorable ground truth) or
             nothing was seen, as :class:`~lucidyolo.metrics.epoch_map.EpochMAP`
             does, so a checkpoint monitor never prefers an empty epoch.
         """
         gt, results = self.to_coco()
         if not gt["images"] or not gt["categories"]:
             self.last_result = None
-            return {"oks_mAP": torch.tensor(0.0, dtype=torch.float32)}
-        result = evaluate_coco(gt, results, iou_type="keypoints", kpt_oks_sigmas=self.sigmas)
+            return {"oks_mAP": torch.tensor(0.0, dtype=torch.float32), **precision_recall(None, "oks_")}
+        result = evaluate_coco(gt, results, iou_type="keypoints", kpt_oks_sigmas=self.sigmas, matches=True)
         self.last_result = result
-        return {"oks_mAP": torch.tensor(max(result.stats["AP"], 0.0), dtype=torch.float32)}
+        return {"oks_mAP": torch.tensor(max(result.stats["AP"], 0.0), dtype=torch.float32),
+                **precision_recall(result.matches, "oks_")}

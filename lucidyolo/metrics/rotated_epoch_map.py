@@ -30,7 +30,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.metrics.rotated_map import RotatedAP, rotated_map
+from lucidyolo.metrics.epoch_map import precision_recall
+from lucidyolo.metrics.matches import Matches
+from lucidyolo.metrics.rotated_map import RotatedAP, rotated_map, rotated_matches
 
 ROTATED_MAX_DETS = 300
 """Detections scored per tile (the deployed graph's top-k)."""
@@ -52,7 +54,8 @@ class RotatedEpochMAP(nn.Module):
 
     After ``compute()``, :attr:`last_result` holds the full
     :class:`~lucidyolo.metrics.rotated_map.RotatedAP` (per-class AP, mAP75),
-    or ``None`` when there was nothing to score.
+    or ``None`` when there was nothing to score, and :attr:`last_matches` its
+    :class:`~lucidyolo.metrics.matches.Matches` at IoU 0.5.
     """
 
     def __init__(self, num_classes: int | None = None, max_dets: int | None = ROTATED_MAX_DETS) -> None:
@@ -60,6 +63,7 @@ class RotatedEpochMAP(nn.Module):
         self.num_classes = num_classes
         self.max_dets = max_dets
         self.last_result: RotatedAP | None = None
+        self.last_matches: Matches | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -109,26 +113,34 @@ class RotatedEpochMAP(nn.Module):
         """Score everything seen.
 
         Returns:
-            ``{"rotated_mAP50-95": t, "rotated_mAP50": t}`` (logged as
-            ``val/rotated_mAP50-95`` and ``val/rotated_mAP50``), float32 scalar
+            ``{"rotated_mAP50-95": t, "rotated_mAP50": t, "rotated_precision": t,
+            "rotated_recall": t}`` (logged with a ``val/`` prefix; precision
+            and recall at IoU 0.5 and the best mean-F1 confidence), float32 scalar
             tensors like :class:`~lucidyolo.metrics.oks_epoch_map.OKSEpochMAP`'s;
             0.0 where no class has non-difficult ground truth or nothing was
             seen, so a checkpoint monitor never prefers an empty epoch.
         """
-        zero = {"rotated_mAP50-95": torch.tensor(0.0), "rotated_mAP50": torch.tensor(0.0)}
+        zero = {"rotated_mAP50-95": torch.tensor(0.0), "rotated_mAP50": torch.tensor(0.0),
+                **precision_recall(None, "rotated_")}
         records = list(self._images.values())
         labels_seen = [int(r[2].max()) for r in records if r[2].size] + [int(r[4].max()) for r in records if r[4].size]
         num_classes = self.num_classes if self.num_classes is not None else max(labels_seen, default=-1) + 1
         if not records or num_classes <= 0:
             self.last_result = None
+            self.last_matches = None
             return zero
         result = rotated_map(
             [(r[0], r[1], r[2]) for r in records], [(r[3], r[4], r[5]) for r in records],
             num_classes, max_dets=self.max_dets,
         )  # fmt: skip
         self.last_result = result
+        self.last_matches = rotated_matches(
+            [(r[0], r[1], r[2]) for r in records], [(r[3], r[4], r[5]) for r in records],
+            num_classes, max_dets=self.max_dets,
+        )  # fmt: skip
 
         def value(x: float) -> Tensor:
             return torch.tensor(x if np.isfinite(x) else 0.0, dtype=torch.float32)
 
-        return {"rotated_mAP50-95": value(result.map50_95), "rotated_mAP50": value(result.map50)}
+        return {"rotated_mAP50-95": value(result.map50_95), "rotated_mAP50": value(result.map50),
+                **precision_recall(self.last_matches, "rotated_")}

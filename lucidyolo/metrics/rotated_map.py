@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import shapely
 
+from lucidyolo.metrics.matches import Matches
 from lucidyolo.structures.geometry import rbox_to_corners
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
@@ -438,3 +439,52 @@ def voc_map50(dets: DetList, gts: GtList, num_classes: int, use_07_metric: bool 
         if npos[c] > 0:
             ap50[c] = ap_voc(status[0], int(npos[c]), use_07_metric)
     return VOCAP(map50=_class_mean(ap50), ap50=ap50, npos=npos, use_07_metric=bool(use_07_metric))
+
+
+def rotated_matches(
+    dets: DetList, gts: GtList, num_classes: int, max_dets: int | None = 300, threshold: float = 0.5,
+    names: Sequence[str] | None = None,
+) -> Matches:
+    """What :func:`rotated_map` matches at IoU ``threshold``, as a :class:`~lucidyolo.metrics.matches.Matches`.
+
+    The same per-image cap, ranking and :func:`match_detections` as
+    :func:`rotated_map` (so its AP50 is the PR curve's area); a detection
+    excused by a difficult GT is ``ignored``; difficult GTs are not counted.
+    :attr:`~lucidyolo.metrics.matches.Matches.confused` is the class of the
+    non-difficult other-class GT an unmatched detection overlaps most (exact
+    polygon IoU ``>= threshold``).
+
+    Args:
+        dets, gts: as :func:`rotated_map`.
+        num_classes: C.
+        max_dets: detections kept per image (``None``: all).
+        threshold: the IoU a match needs.
+        names: class names (default ``"0"``, ``"1"``, ...).
+    """
+    if len(dets) != len(gts):
+        raise ValueError(f"{len(dets)} detection images but {len(gts)} ground-truth images")
+    thr = np.array([float(threshold)])
+    parts: list[tuple[np.ndarray, ...]] = []
+    npos = np.zeros(int(num_classes), np.int64)
+    for det, gt in zip(dets, gts, strict=True):
+        drb, dsc, dlb, grb, glb, gdf = _as_image(det, gt, int(num_classes))
+        order = np.argsort(-dsc, kind="stable")
+        if max_dets is not None:
+            order = order[: int(max_dets)]
+        drb, dsc, dlb = drb[order], dsc[order], dlb[order]
+        npos += np.bincount(glb[~gdf], minlength=int(num_classes))
+        iou = rotated_iou(drb, grb)  # (n, m) every class: the matching reads its own class's columns
+        status = np.zeros(dsc.size, np.int8)
+        for c in np.unique(dlb).tolist():
+            di, gi = dlb == c, glb == c
+            status[di] = match_detections(iou[np.ix_(di, gi)], gdf[gi], thr)[0]
+        other = np.where((glb[None, :] != dlb[:, None]) & ~gdf[None, :], iou, -1.0)  # (n, m)
+        confused = np.full(dsc.size, -1, np.int64)
+        if other.shape[1]:
+            best = other.argmax(1)
+            hit = (other[np.arange(dsc.size), best] >= thr[0]) & (status == 0)
+            confused[hit] = glb[best[hit]]
+        parts.append((dsc, dlb, status == 1, status == -1, confused))
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in range(5)]
+    return Matches.build(cols[0], cols[1], cols[2], npos, ignored=cols[3], confused=cols[4], names=names,
+                         iou_threshold=float(threshold))  # fmt: skip

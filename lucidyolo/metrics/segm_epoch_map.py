@@ -40,7 +40,7 @@ from pycocotools import mask as mask_utils
 from torch import Tensor
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
-from lucidyolo.metrics.epoch_map import EpochMAP, _rows_to_numpy, rows_to_coco
+from lucidyolo.metrics.epoch_map import EpochMAP, _rows_to_numpy, precision_recall, rows_to_coco
 from lucidyolo.metrics.mapping import clip_to_image
 from lucidyolo.metrics.mask_assembly import (
     PROTO_STRIDE,
@@ -223,8 +223,8 @@ class SegmEpochMAP(EpochMAP):
         """Score everything seen (on every rank, after sync).
 
         Returns:
-            ``{"mAP50-95", "mAP50", "segm_mAP50-95", "segm_mAP50"}`` float
-            tensors, 0.0 where COCOeval reports -1 or there is nothing to score
+            ``{"mAP50-95", "mAP50", "precision", "recall", "segm_mAP50-95",
+            "segm_mAP50", "segm_precision", "segm_recall"}`` float tensors, 0.0 where COCOeval reports -1 or there is nothing to score
             (as :meth:`EpochMAP.compute`).
         """
         out = super().compute()
@@ -232,11 +232,12 @@ class SegmEpochMAP(EpochMAP):
         zero = torch.tensor(0.0, dtype=torch.float32)
         if not gt["images"] or not gt["categories"]:
             self.last_segm_result = None
-            return {**out, "segm_mAP50-95": zero, "segm_mAP50": zero.clone()}
-        result = evaluate_coco(gt, dets, iou_type="segm")
+            return {**out, "segm_mAP50-95": zero, "segm_mAP50": zero.clone(), **precision_recall(None, "segm_")}
+        result = evaluate_coco(gt, dets, iou_type="segm", matches=True)
         self.last_segm_result = result
         return {
             **out,
             "segm_mAP50-95": torch.tensor(max(result.stats["AP"], 0.0), dtype=torch.float32),
             "segm_mAP50": torch.tensor(max(result.stats["AP50"], 0.0), dtype=torch.float32),
+            **precision_recall(result.matches, "segm_"),
         }

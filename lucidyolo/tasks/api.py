@@ -56,6 +56,19 @@ Training (``lucid fit``)
     ``batch_meta`` the :func:`~lucidyolo.structures.packed.unpack` meta
     (``index (B,)``, ``orig_hw (B, 2)``, ``letterbox (B, 3)``).
 
+``matches(metric) -> Mapping[str, Matches]``
+    After the epoch metric's ``compute()``: what it matched, as
+    :class:`~lucidyolo.metrics.matches.Matches` (per scored detection its
+    score, class, true-positive flag at IoU 0.5, ignored flag and the class of
+    an other-class ground truth it overlaps; ground truths per class), keyed by
+    the IoU type's letter of the ``results.csv`` columns (``"B"`` boxes,
+    ``"M"`` masks, ``"R"`` rotated boxes, ``"P"`` keypoints). Read from the
+    metric's own matching, never matched again: the engine draws the PR, F1,
+    precision and recall curves and confusion matrices of the epoch
+    ``best.ckpt`` holds from it (``{K}_pr_curve.png`` ...). ``None`` (or ``{}``):
+    no curves. ``lucid eval --plots`` reads the same from the ``evaluate``
+    hook's optional ``matches`` key (``{path: {iou_type: Matches}}``).
+
 ``read_split(root, split, fields, layout, explicit_paths) -> ImageSource``
     Reads one split of a dataset root the built-in readers do not know (e.g.
     class folders). ``None``: the built-in COCO / YOLO / DOTA readers, which
@@ -80,8 +93,11 @@ Commands
     dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``.
     :mod:`lucidyolo.metrics.coco_protocol` is the reusable pycocotools protocol.
     Optional keys: ``num_images``, ``engine`` (what scored it; default
-    ``pycocotools``) and any other JSON-able summary figure, copied into the report.
-    ``options`` holds the command's task-independent switches (``masks``).
+    ``pycocotools``), ``matches`` (``{path: {iou_type: Matches}}``, asked for
+    with ``options["matches"]``: curves, per-class precision and recall) and any
+    other JSON-able summary figure, copied into the report.
+    ``options`` holds the command's task-independent switches (``masks``,
+    ``matches``).
 
 ``predict(decoded, image_hw, letterbox, class_names, conf) -> list[dict]``
     One image's ``decoded`` rows (``decode(...)[i]``) to JSON-able dicts in
@@ -311,9 +327,11 @@ class TaskSpec:
     names an importable package whose ``presets/`` folder holds the task's own
     YAML presets (found by bare name like the packaged ones). ``label_stats``
     (optional, API 2.2) returns the task's own panels of ``labels.png`` (keypoint
-    visibility, angles, polygon vertices) as plain histogram / bar data. ``label_lines``
-    and ``coco_results`` (optional) write ``lucid predict --save-txt`` rows and
-    ``--save-json`` COCO results from the ``predict`` dicts. See the
+    visibility, angles, polygon vertices) as plain histogram / bar data.
+    ``matches`` (optional) returns what the epoch metric matched, for the
+    curves and confusion matrices. ``label_lines`` and ``coco_results``
+    (optional) write ``lucid predict --save-txt`` rows and ``--save-json``
+    COCO results from the ``predict`` dicts. See the
     module docstring for each hook's contract and tensor shapes.
     """
 
@@ -347,12 +365,13 @@ class TaskSpec:
     export: ExportSpec | None = None
     transfer_weights: Callable[..., Any] | None = None
     label_stats: Callable[..., Any] | None = None
+    matches: Callable[..., Any] | None = None
     label_lines: Callable[..., Any] | None = None
     coco_results: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
-        "evaluate", "predict", "draw", "transfer_weights", "label_stats", "label_lines", "coco_results",
+        "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches", "label_lines", "coco_results",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -34,10 +34,14 @@ SPEC = TaskSpec(
     fields=("crowd",),
     loss_terms=("box", "cls", "l1"),
     metrics=MetricSpec(
-        keys=("val/mAP50", "val/mAP50-95"),  # results.csv column order of the common convention
+        # results.csv column order of the common convention
+        keys=("val/precision", "val/recall", "val/mAP50", "val/mAP50-95"),
         primary="val/mAP50-95",
         summary=("val/mAP50-95", "val/mAP50"),
-        columns={"val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)"},
+        columns={
+            "val/precision": "metrics/precision(B)", "val/recall": "metrics/recall(B)",
+            "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",
+        },
     ),
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
@@ -45,6 +49,7 @@ SPEC = TaskSpec(
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="det_nano_overfit.yaml",
         metric="recall@0.5 (train slice, e2e, conf>=0.25)",

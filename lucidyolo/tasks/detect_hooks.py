@@ -111,13 +111,14 @@ def _to_coco(rows: Tensor, image_id: int, category_ids: Sequence[int], letterbox
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, **_: Any) -> dict[str, Any]:
+             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
     """COCO ``bbox`` through pycocotools for both decode paths."""
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
 
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=_to_coco, source=source, fields=FIELDS, iou_types=("bbox",),
         img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+        matches=bool((options or {}).get("matches")),
     )
 
 
@@ -196,3 +197,9 @@ def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any)
     if parity["rows"] == 0:
         summary += " (every top-k score is tied within 1e-4, an untrained model?: only the score profile was compared)"
     return {**parity, "passed": bool(ok), "summary": summary}
+
+
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """``{"B": Matches}``: the box metric's own pycocotools matches at IoU 0.5 (``{}`` before anything was scored)."""
+    result = metric.last_result
+    return {"B": result.matches} if result is not None and result.matches is not None else {}

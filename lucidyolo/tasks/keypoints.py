@@ -51,9 +51,13 @@ SPEC = TaskSpec(
     reference_meta={"num_keypoints": 17},
     loss_terms=("box", "cls", "l1", "kpt", "oks"),
     metrics=MetricSpec(
-        keys=("val/oks_mAP",),
+        keys=("val/oks_precision", "val/oks_recall", "val/oks_mAP"),
         primary="val/oks_mAP",
-        columns={"val/oks_mAP": "metrics/mAP50-95(P)"},
+        summary=("val/oks_mAP",),
+        columns={
+            "val/oks_precision": "metrics/precision(P)", "val/oks_recall": "metrics/recall(P)",
+            "val/oks_mAP": "metrics/mAP50-95(P)",
+        },
     ),
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
@@ -61,6 +65,7 @@ SPEC = TaskSpec(
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="pose_nano_overfit.yaml",
         metric="OKS AP (train slice, e2e, 7-point symbol, uniform sigma 0.072)",

@@ -190,7 +190,7 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, **_: Any) -> dict[str, Any]:
+             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
     """COCO ``bbox`` and ``keypoints`` (OKS, the 17 person sigmas) through pycocotools for both decode paths.
 
     Raises:
@@ -210,6 +210,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=keypoint_results, source=source, fields=FIELDS,
         iou_types=("bbox", "keypoints"), img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+        matches=bool((options or {}).get("matches")),
     )
 
 
@@ -302,3 +303,9 @@ def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, A
         "summary": {"instances": int(vis.shape[0]),
                     "instances_without_keypoints": int(((vis > 0).sum(axis=1) == 0).sum())},
     }}
+
+
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """``{"P": Matches}``: the keypoint metric's own pycocotools matches at OKS 0.5."""
+    result = metric.last_result
+    return {"P": result.matches} if result is not None and result.matches is not None else {}

@@ -42,10 +42,13 @@ SPEC = TaskSpec(
     fields=("rboxes",),
     loss_terms=("box", "cls", "l1", "angle"),
     metrics=MetricSpec(
-        keys=("val/rotated_mAP50", "val/rotated_mAP50-95"),
+        keys=("val/rotated_precision", "val/rotated_recall", "val/rotated_mAP50", "val/rotated_mAP50-95"),
         primary="val/rotated_mAP50-95",
         summary=("val/rotated_mAP50-95", "val/rotated_mAP50"),
-        columns={"val/rotated_mAP50": "metrics/mAP50(R)", "val/rotated_mAP50-95": "metrics/mAP50-95(R)"},
+        columns={
+            "val/rotated_precision": "metrics/precision(R)", "val/rotated_recall": "metrics/recall(R)",
+            "val/rotated_mAP50": "metrics/mAP50(R)", "val/rotated_mAP50-95": "metrics/mAP50-95(R)",
+        },
     ),
     eval_batch_size=8,
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
@@ -54,6 +57,7 @@ SPEC = TaskSpec(
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="obb_nano_overfit.yaml",
         metric="rotated mAP50 (train slice, e2e, exact polygon IoU, 101-point)",

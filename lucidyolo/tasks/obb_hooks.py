@@ -200,12 +200,12 @@ def _stats(result: Any, class_names: Sequence[str]) -> dict[str, Any]:
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, **_: Any) -> dict[str, Any]:
+             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
     """Rotated mAP per tile (cap 300), and per whole scene plus DOTA's VOC mAP50 when the tiles carry their windows."""
     import time
 
     from lucidyolo.metrics.coco_protocol import predict_split
-    from lucidyolo.metrics.rotated_map import rotated_map, voc_map50
+    from lucidyolo.metrics.rotated_map import rotated_map, rotated_matches, voc_map50
     from lucidyolo.metrics.scene_merge import merge_to_scenes, scene_ground_truth
 
     t0 = time.perf_counter()
@@ -220,6 +220,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         gts.append((t.rboxes.astype(np.float64), t.labels.astype(np.int64), t.difficult.astype(bool)))
     tiles = tile_windows(source, n)
     paths: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     for path, dicts in results.items():
         per = [([], [], []) for _ in range(n)]
         for d in dicts:
@@ -231,6 +232,8 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
                 for rb, sc, lb in per]
         t1 = time.perf_counter()
         paths[path] = {"rotated (per tile)": _stats(rotated_map(dets, gts, c, max_dets=300), source.class_names)}
+        if (options or {}).get("matches"):
+            found[path] = {"rotated (per tile)": rotated_matches(dets, gts, c, 300, names=source.class_names)}
         if tiles is not None:
             _, scene_dets = merge_to_scenes(dets, tiles)
             _, scene_gts = scene_ground_truth(gts, tiles)
@@ -242,7 +245,8 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         timings[f"rotated_map_{path}_s"] = time.perf_counter() - t1
     return {"paths": paths, "timings": timings, "results": results, "num_images": n,
             "engine": "lucidyolo rotated mAP (exact polygon IoU by shapely)",
-            "num_scenes": len({s for s, _ in tiles}) if tiles is not None else None}
+            "num_scenes": len({s for s, _ in tiles}) if tiles is not None else None,
+            **({"matches": found} if found else {})}
 
 
 def predict(decoded: Tensor, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
@@ -314,3 +318,8 @@ def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, A
         # within 0.001 degree of a multiple of 90 (float32 radians do not round-trip exactly)
         "summary": {"axis_aligned": int((np.abs((degrees + 45.0) % 90.0 - 45.0) < 1e-3).sum())},
     }}
+
+
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """``{"R": Matches}``: the rotated metric's matches at IoU 0.5 (exact polygon IoU, DOTA difficult rule)."""
+    return {"R": metric.last_matches} if metric.last_matches is not None else {}

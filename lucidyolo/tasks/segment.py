@@ -45,11 +45,16 @@ SPEC = TaskSpec(
     fields=("polygons", "crowd"),
     loss_terms=("box", "cls", "l1", "mask", "semantic"),
     metrics=MetricSpec(
-        keys=("val/mAP50", "val/mAP50-95", "val/segm_mAP50", "val/segm_mAP50-95"),
+        keys=(
+            "val/precision", "val/recall", "val/mAP50", "val/mAP50-95",
+            "val/segm_precision", "val/segm_recall", "val/segm_mAP50", "val/segm_mAP50-95",
+        ),
         primary="val/segm_mAP50-95",
         summary=("val/segm_mAP50-95", "val/mAP50-95"),
         columns={
+            "val/precision": "metrics/precision(B)", "val/recall": "metrics/recall(B)",
             "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",
+            "val/segm_precision": "metrics/precision(M)", "val/segm_recall": "metrics/recall(M)",
             "val/segm_mAP50": "metrics/mAP50(M)", "val/segm_mAP50-95": "metrics/mAP50-95(M)",
         },
     ),
@@ -59,6 +64,7 @@ SPEC = TaskSpec(
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="seg_nano_overfit.yaml",
         metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",

@@ -131,7 +131,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=mask_results if with_masks else boxes_only, source=source,
         fields=FIELDS, iou_types=("bbox", "segm") if with_masks else ("bbox",), img_size=img_size,
-        batch_size=batch_size, device=device, limit=limit,
+        batch_size=batch_size, device=device, limit=limit, matches=bool((options or {}).get("matches")),
     )
 
 
@@ -221,3 +221,12 @@ def label_stats(instances: Mapping[str, Any], **_: Any) -> dict[str, dict[str, A
         "summary": {"polygons": int(lengths.size), "mean": float(lengths.mean()) if lengths.size else 0.0,
                     "max": hi, "instances_with_several_polygons": int((owners > 1).sum())},
     }}
+
+
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """``{"B": boxes, "M": masks}``: the metric's own pycocotools matches at IoU 0.5 (mask IoU for ``M``)."""
+    out = {}
+    for key, result in (("B", metric.last_result), ("M", metric.last_segm_result)):
+        if result is not None and result.matches is not None:
+            out[key] = result.matches
+    return out

@@ -46,3 +46,30 @@ def test_both_backends_give_the_same_report(tmp_path):
         for iou_type, stats in per_type.items():
             other = fast["paths"][path][iou_type]["stats"]
             assert other == {k: pytest.approx(v, abs=1e-6) for k, v in stats["stats"].items()}
+
+
+def test_plots_into_a_file_exits_2_before_anything_runs(tmp_path, lucid):
+    taken = tmp_path / "plots.png"
+    taken.write_bytes(b"")
+    r = lucid("eval", "--checkpoint", str(tmp_path / "missing.ckpt"), "--plots", str(taken))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert f"--plots {taken} is a file, not a folder" in r.stderr and "Name a folder" in r.stderr
+
+
+def test_eval_plots_and_per_class_precision_recall(tmp_path, lucid):
+    from tests.engine.curve_files import assert_curve_files
+
+    ckpt, _ = write_tiny_run(tmp_path)
+    report_file = tmp_path / "report.json"
+    r = lucid("eval", "--checkpoint", str(ckpt), "--device", "cpu", "--output", str(report_file),
+              "--plots", str(tmp_path / "plots"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(report_file.read_text())
+    stem = ckpt.stem
+    assert sorted(report["plots"]) == sorted(str(p) for p in (tmp_path / "plots").iterdir())
+    for path, prefix in (("e2e", f"{stem}_bbox"), ("nms", f"{stem}_nms_bbox")):
+        data = assert_curve_files(tmp_path / "plots", prefix)
+        stats = report["paths"][path]["bbox"]
+        assert stats["curves"]["precision"] == data["precision"]
+        assert [c["precision"] for c in stats["per_class"]] == [c["precision"] for c in data["per_class"]]
+    assert "per class (bbox, e2e" in r.stdout

@@ -34,7 +34,8 @@ def test_embedded_default_writes_a_whole_run_directory(run):
     with open(d / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]
-    for col in ("train/box_loss", "train/cls_loss", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "lr/pg0"):
+    for col in ("train/box_loss", "train/cls_loss", "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)",
+                "metrics/mAP50-95(B)", "lr/pg0"):
         assert col in rows[0] and rows[-1][col] != "" and rows[0][col] != ""
     # each row pairs an epoch's own training means with that epoch's validation (no one-epoch shift)
     with open(d / "metrics.csv") as f:
@@ -45,6 +46,27 @@ def test_embedded_default_writes_a_whole_run_directory(run):
     ckpt = torch.load(d / "checkpoints" / "last.ckpt", weights_only=True)  # our checkpoints hold plain types
     assert ckpt["lucid"]["config"]["model"]["task"] == "det" and "lucid_ema" in ckpt
     assert len(ckpt["lucid"]["class_names"]) == 4
+
+
+def test_fit_draws_the_curves_of_the_epoch_best_ckpt_holds(run):
+    import torch
+
+    from tests.engine.curve_files import assert_curve_files
+
+    d = run["run_dir"]
+    data = assert_curve_files(d, "B")
+    assert data["names"] == torch.load(d / "checkpoints" / "best.ckpt", weights_only=True)["lucid"]["class_names"]
+    # P / R of results.csv at the best epoch are the JSON's: the same matches, the same confidence
+    best = torch.load(d / "checkpoints" / "best.ckpt", weights_only=True)["epoch"]
+    with open(d / "results.csv") as f:
+        row = next(r for r in csv.DictReader(f) if int(r["epoch"]) == best)
+    assert float(row["metrics/precision(B)"]) == pytest.approx(data["precision"], abs=1e-6)
+    assert float(row["metrics/recall(B)"]) == pytest.approx(data["recall"], abs=1e-6)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(d), size_guidance={"images": 0})
+    events.Reload()
+    assert {"best/B/pr_curve", "best/B/confusion_matrix"} <= set(events.Tags()["images"])
 
 
 def test_fit_writes_label_statistics_before_training(run):
@@ -103,6 +125,25 @@ def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):
         e.summarize()
         ours = list(report["paths"][path]["bbox"]["stats"].values())
         assert ours == pytest.approx(list(e.stats), abs=1e-6)
+
+
+def test_eval_plots_per_class_precision_recall_and_pr_area_equal_to_ap50(run, lucid):
+    from tests.engine.curve_files import assert_curve_files
+
+    out = run["base"] / "eval_plots"
+    r = lucid("eval", "--checkpoint", str(run["run_dir"] / "checkpoints" / "best.ckpt"), "--img-size", "128",
+              "--output", str(out / "report.json"), "--plots", str(out / "plots"), env=run["env"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    for path, prefix in (("e2e", "best_bbox"), ("nms", "best_nms_bbox")):
+        data = assert_curve_files(out / "plots", prefix)
+        stats = report["paths"][path]["bbox"]
+        assert stats["curves"]["best_conf"] == data["best_conf"]
+        for cls, row in zip(stats["per_class"], data["pr_precision"], strict=True):
+            assert {"ap", "ap50", "precision", "recall"} <= set(cls)
+            if cls["ap50"] >= 0:
+                assert sum(row) / len(row) == pytest.approx(cls["ap50"], abs=1e-3)  # the PR curve's area is AP50
+    assert len(report["plots"]) == 14 and "per class (bbox, e2e" in r.stdout
 
 
 class _Payload:

@@ -35,11 +35,15 @@ def test_fit_logs_keypoint_terms_and_the_oks_column(run):
     with open(run["run_dir"] / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0"]
-    for col in ("train/box_loss", "train/kpt_loss", "train/oks_loss", "val/kpt_loss", "metrics/mAP50-95(P)"):
+    for col in ("train/box_loss", "train/kpt_loss", "train/oks_loss", "val/kpt_loss", "metrics/mAP50-95(P)",
+                "metrics/precision(P)", "metrics/recall(P)"):
         assert col in rows[0] and rows[0][col] != "", col
         assert math.isfinite(float(rows[0][col])), col
     assert float(rows[0]["train/kpt_loss"]) != 0
     assert 0.0 <= float(rows[0]["metrics/mAP50-95(P)"]) <= 1.0
+    from tests.engine.curve_files import assert_curve_files
+
+    assert_curve_files(run["run_dir"], "P")  # OKS matching
     import torch
 
     ckpt = torch.load(run["ckpt"], weights_only=True)

@@ -35,7 +35,7 @@ def test_fit_logs_the_rotated_terms_and_metrics(run):
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0"]
     for col in ("train/box_loss", "train/angle_loss", "train/l1_loss", "val/angle_loss", "metrics/mAP50(R)",
-                "metrics/mAP50-95(R)"):
+                "metrics/mAP50-95(R)", "metrics/precision(R)", "metrics/recall(R)"):
         assert col in rows[0] and rows[0][col] != "", col
         assert math.isfinite(float(rows[0][col])), col
     assert float(rows[0]["train/angle_loss"]) > 0
@@ -43,6 +43,9 @@ def test_fit_logs_the_rotated_terms_and_metrics(run):
     assert sum(angles["counts"]) == json.loads((run["run_dir"] / "labels.json").read_text())["instances"] > 0
     assert (run["run_dir"] / "labels.png").stat().st_size > 0
     assert 0.0 <= float(rows[0]["metrics/mAP50-95(R)"]) <= float(rows[0]["metrics/mAP50(R)"]) <= 1.0
+    from tests.engine.curve_files import assert_curve_files
+
+    assert_curve_files(run["run_dir"], "R")
 
 
 def test_predict_writes_rotated_boxes_and_their_corners(run, lucid):
@@ -84,10 +87,15 @@ def test_export_onnx_has_seven_columns_and_passes_parity(run, lucid):
 def test_eval_reports_rotated_map_per_tile_on_both_paths(run, lucid):
     out = run["base"] / "eval"
     r = lucid("eval", "--checkpoint", str(run["ckpt"]), "--img-size", "128", "--output", str(out / "report.json"),
-              "--save-json", str(out / "results.json"), env=run["env"])
+              "--save-json", str(out / "results.json"), "--plots", str(out / "plots"), env=run["env"])
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["task"] == "obb"
+    from tests.engine.curve_files import assert_curve_files
+
+    stem = Path(run["ckpt"]).stem
+    assert_curve_files(out / "plots", f"{stem}_rotated_per_tile")
+    assert_curve_files(out / "plots", f"{stem}_nms_rotated_per_tile")
     for path in ("e2e", "nms"):
         # synthetic images are not tiles of a scene: per-tile figures only
         assert set(report["paths"][path]) == {"rotated (per tile)"}

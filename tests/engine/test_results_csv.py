@@ -24,7 +24,7 @@ def test_det_columns_follow_the_convention():
     assert det_columns(num_param_groups=3) == [
         "epoch",
         "train/box_loss", "train/cls_loss", "train/l1_loss",
-        "metrics/mAP50(B)", "metrics/mAP50-95(B)",
+        "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)",
         "val/box_loss", "val/cls_loss", "val/l1_loss",
         "lr/pg0", "lr/pg1", "lr/pg2",
     ]  # fmt: skip
@@ -78,3 +78,17 @@ def test_existing_file_with_other_columns_is_not_mixed(tmp_path):
     write_results_row(path, {"epoch": 0}, det_columns())
     with pytest.raises(ValueError, match="columns"):
         write_results_row(path, {"epoch": 1}, results_columns(("box", "seg"), ["metrics/mAP50(M)"]))
+
+
+def test_a_file_from_before_added_columns_takes_the_new_header(tmp_path):
+    """A run resumed after an upgrade that added columns (precision / recall) keeps its rows, new cells empty."""
+    path = tmp_path / "results.csv"
+    old = ["epoch", "train/box_loss", "metrics/mAP50(B)"]
+    write_results_row(path, {"epoch": 0, "train/box_loss": 1.5, "metrics/mAP50(B)": 0.25}, old)
+    new = ["epoch", "train/box_loss", "metrics/precision(B)", "metrics/mAP50(B)"]
+    write_results_row(path, {"epoch": 1, "train/box_loss": 1.0, "metrics/precision(B)": 0.5, "metrics/mAP50(B)": 0.5}, new)
+    columns, rows = read_results(path)
+    assert columns == new and [r["epoch"] for r in rows] == [0.0, 1.0]
+    assert rows[0]["metrics/mAP50(B)"] == 0.25 and math.isnan(rows[0]["metrics/precision(B)"])
+    with pytest.raises(ValueError, match="expected"):  # a column that disappears is still refused
+        write_results_row(path, {"epoch": 2}, ["epoch", "train/box_loss"])

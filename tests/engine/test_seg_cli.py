@@ -31,8 +31,13 @@ def test_fit_logs_mask_terms_and_metrics(run):
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]
     for col in ("train/mask_loss", "train/semantic_loss", "val/mask_loss", "metrics/mAP50(B)", "metrics/mAP50-95(M)",
-                "metrics/mAP50(M)"):
+                "metrics/mAP50(M)", "metrics/precision(B)", "metrics/recall(B)", "metrics/precision(M)",
+                "metrics/recall(M)"):
         assert col in rows[0] and rows[-1][col] != "", col
+    from tests.engine.curve_files import assert_curve_files
+
+    for key in ("B", "M"):  # boxes and masks, each from its own matching
+        assert_curve_files(run["run_dir"], key)
     assert float(rows[-1]["train/mask_loss"]) > 0
     import torch
 

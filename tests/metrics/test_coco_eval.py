@@ -131,8 +131,12 @@ def test_ground_truth_and_detections_are_not_mutated(random_coco, dets_factory):
     assert dets == dets_before
 
 
-def test_pycocotools_prints_are_captured_not_shown(capsys):
-    r = evaluate_coco(HAND_GT, HAND_DETS)
+@pytest.mark.parametrize("backend", ["pycocotools", "faster_coco_eval"])
+def test_pycocotools_prints_are_captured_not_shown(capsys, backend):
+    if backend == "faster_coco_eval":
+        pytest.importorskip("faster_coco_eval", reason="the fast-eval extra is not installed")
+    r = evaluate_coco(HAND_GT, HAND_DETS, backend=backend)
+    assert r.backend == backend
     out = capsys.readouterr().out
     assert out == ""
     assert "Average Precision" in r.log

@@ -206,7 +206,8 @@ def test_oks_epoch_map_perfect_is_one() -> None:
     metric = OKSEpochMAP(num_keypoints=5)
     metric.update(_decoded_from_gt(gt, 0.0), gt, meta)
     out = metric.compute()
-    assert set(out) == {"oks_mAP"} and float(out["oks_mAP"]) == pytest.approx(1.0, abs=1e-12)
+    assert set(out) == {"oks_mAP", "oks_precision", "oks_recall"}
+    assert {k: float(v) for k, v in out.items()} == pytest.approx({"oks_mAP": 1.0, "oks_precision": 1.0, "oks_recall": 1.0})
     assert metric.last_result is not None and metric.last_result.num_detections == 3  # padding rows dropped
     metric.reset()
     assert float(metric.compute()["oks_mAP"]) == 0.0 and metric.last_result is None  # empty epoch

@@ -70,7 +70,7 @@ def test_matches_rotated_map_over_batches_with_dedup_and_reset():
     metric.update(decoded, gt, {"index": torch.tensor([0])})
     out = metric.compute()
     ref = _expected(images)
-    assert set(out) == {"rotated_mAP50-95", "rotated_mAP50"}
+    assert set(out) == {"rotated_mAP50-95", "rotated_mAP50", "rotated_precision", "rotated_recall"}
     assert out["rotated_mAP50-95"].dtype == torch.float32
     assert float(out["rotated_mAP50-95"]) == pytest.approx(ref.map50_95, abs=1e-6)
     assert float(out["rotated_mAP50"]) == pytest.approx(ref.map50, abs=1e-6)
@@ -103,7 +103,8 @@ def test_only_difficult_gt_scores_zero_not_nan():
     images = [((g, np.array([0]), np.array([True])), (g.copy(), np.array([0.9]), np.array([0])))]
     metric = RotatedEpochMAP(num_classes=2)
     metric.update(*_batch(images), {"index": torch.tensor([3])})
-    assert {k: float(v) for k, v in metric.compute().items()} == {"rotated_mAP50-95": 0.0, "rotated_mAP50": 0.0}
+    assert {k: float(v) for k, v in metric.compute().items()} == {
+        "rotated_mAP50-95": 0.0, "rotated_mAP50": 0.0, "rotated_precision": 0.0, "rotated_recall": 0.0}
 
 
 def test_rejects_upright_rows():

@@ -115,10 +115,10 @@ def test_perfect_predictions_score_one():
         ]
         metric.update(*make_batch(instances, preds, index=[2 * batch, 2 * batch + 1]))
     out = metric.compute()
-    assert set(out) == {"mAP50-95", "mAP50", "segm_mAP50-95", "segm_mAP50"}
     assert all(v.dtype == torch.float32 for v in out.values())
     assert {k: v.item() for k, v in out.items()} == pytest.approx(
-        {"mAP50-95": 1.0, "mAP50": 1.0, "segm_mAP50-95": 1.0, "segm_mAP50": 1.0}, abs=1e-9)
+        {"mAP50-95": 1.0, "mAP50": 1.0, "segm_mAP50-95": 1.0, "segm_mAP50": 1.0, "precision": 1.0, "recall": 1.0,
+         "segm_precision": 1.0, "segm_recall": 1.0}, abs=1e-6)
     assert metric.last_segm_result is not None and metric.last_segm_result.num_images == 4
 
 
@@ -292,7 +292,8 @@ def test_repeated_image_ids_are_counted_once():
 @pytest.mark.filterwarnings("ignore:.*was called before the ``update`` method")
 def test_empty_metric_and_no_ground_truth_give_zero():
     assert {k: v.item() for k, v in SegmEpochMAP().compute().items()} == {
-        "mAP50-95": 0.0, "mAP50": 0.0, "segm_mAP50-95": 0.0, "segm_mAP50": 0.0}
+        "mAP50-95": 0.0, "mAP50": 0.0, "segm_mAP50-95": 0.0, "segm_mAP50": 0.0,
+        "precision": 0.0, "recall": 0.0, "segm_precision": 0.0, "segm_recall": 0.0}
     metric = SegmEpochMAP(num_classes=NUM_CLASSES)
     preds = [[{"box": [4, 10, 20, 30], "score": 0.5, "label": 0, "proto": rect_proto(4, 12, 20, 28)}], []]
     metric.update(*make_batch([[], []], preds, index=[0, 1]))

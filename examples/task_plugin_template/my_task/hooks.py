@@ -105,6 +105,16 @@ def label_stats(instances: dict[str, Any], image_index: Any, image_hw: Any, clas
     raise _todo("label_stats")
 
 
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """What your epoch metric matched, for the PR / F1 curves and confusion matrices of ``lucid fit``, optional.
+
+    Return ``{"B": lucidyolo.metrics.matches.Matches(...)}`` (one per IoU type, keyed by
+    the letter of your ``results.csv`` columns) read from the metric's own matching, or
+    leave it out: no curves.
+    """
+    raise _todo("matches")
+
+
 def label_lines(predictions: list[dict[str, Any]], image_hw: tuple[int, int], class_names: list[str],
                 meta: dict[str, Any], **_: Any) -> list[str]:
     """``lucid predict --save-txt``: one image's ``predict`` dicts as YOLO-style lines ending in the confidence, optional.

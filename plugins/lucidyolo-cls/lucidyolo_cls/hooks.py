@@ -61,6 +61,13 @@ def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], **_: A
     metric.update(decoded, gt[NAME])
 
 
+def matches(metric: Any, **_: Any) -> dict[str, Any]:
+    """``{"C": Matches}``: every image's top-1 prediction of the epoch (what top-1 accuracy counted)."""
+    from lucidyolo_cls.metric import top1_matches
+
+    return {"C": top1_matches(metric.last_rows, metric.num_classes)} if metric.last_rows is not None else {}
+
+
 def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
              limit: int | None, **_: Any) -> dict[str, Any]:
     """Top-1 / top-5 accuracy of the split, with one prediction row per image."""

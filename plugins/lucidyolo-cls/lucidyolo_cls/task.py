@@ -44,6 +44,7 @@ SPEC = TaskSpec(
     decode=lazy_hook(f"{_HOOKS}:decode"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    matches=lazy_hook(f"{_HOOKS}:matches"),
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),

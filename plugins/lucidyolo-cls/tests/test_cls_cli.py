@@ -49,6 +49,20 @@ def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     assert labels["counted"] == "images" and sum(labels["per_class"]) == 24 and set(labels["panels"]) == {"classes"}
     assert (run / "labels.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "(4 classes, 24 images)" in fit.stdout
+    # the curves and confusion matrix of every image's top-1 prediction (the predictions top-1 accuracy counts)
+    from PIL import Image
+
+    for name in ("pr_curve", "f1_curve", "p_curve", "r_curve", "confusion_matrix", "confusion_matrix_normalized"):
+        with Image.open(run / f"C_{name}.png") as im:
+            im.verify()
+    curves = json.loads((run / "C_curves.json").read_text())
+    import torch
+
+    assert curves["names"] == torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)["lucid"]["class_names"]
+    num_gt = [c["num_gt"] for c in curves["per_class"]]
+    assert sum(num_gt) == 8  # one ground truth per validation image
+    # rows (true classes) account for every image once: right, confused with a class, or below the threshold
+    assert [sum(row) for row in curves["confusion_matrix"][:-1]] == num_gt
     print(f"one epoch of lucid fit cls: {wall:.1f} s wall")
 
     report_path = tmp_path / "report.json"
