@@ -26,7 +26,7 @@ def image_items(source: Any) -> list[ImageItem]:
     (converted to RGB), or a list / tuple of those.
 
     Raises:
-        UserError: nothing matches a path, a file is not an image type, an array of another shape or dtype,
+        UserError: nothing matches a path, a file is not an image type (a video included), an array of another shape or dtype,
             an object of another type.
     """
     if isinstance(source, list | tuple):
@@ -39,9 +39,18 @@ def image_items(source: Any) -> list[ImageItem]:
             raise UserError("Model.predict got an empty list of sources.", fix=_FIX)
         return items
     if isinstance(source, str | Path):
-        from lucidyolo.predict.sources import resolve_sources
+        from lucidyolo.predict.sources import is_video, resolve_sources
 
-        return [(f, _reader(f)) for f in resolve_sources(str(source))]
+        files = resolve_sources(str(source))
+        videos = [f for f in files if is_video(f)]
+        if videos:
+            raise UserError(
+                f"Model.predict reads images; {videos[0]} is a video.",
+                why="a video's frames would all be held in memory as Prediction objects.",
+                fix="Run `lucid predict --source VIDEO --save DIR` (an annotated video and one JSON line per "
+                    "frame), or pass its frames as arrays in batches.",
+            )
+        return [(f, _reader(f)) for f in files]
     array = _as_array(source)
     return [(None, lambda: array)]
 

@@ -301,7 +301,7 @@ class Model:
     # ------------------------------------------------------------------ inference
 
     def predict(self, source: Any, *, conf: float = 0.25, decoder: str = "e2e", img_size: int | None = None,
-                device: str = "auto") -> list[Prediction]:
+                device: str = "auto", batch_size: int = 16) -> list[Prediction]:
         """Predict images, as ``lucid predict``; one :class:`~lucidyolo.api.prediction.Prediction` per image.
 
         Args:
@@ -311,6 +311,7 @@ class Model:
             decoder: ``"e2e"`` (one-to-one top-k) or ``"nms"``.
             img_size: input size (default: the size the model was trained at), a multiple of 32.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
+            batch_size: images per forward pass (the answers do not depend on it, to float rounding).
 
         Each result holds tensors in original-image pixels: ``boxes (N, 4)`` xyxy float32, ``scores (N,)``,
         ``labels (N,)`` int64, and what the task adds (``masks (N, H, W)`` bool, ``rboxes (N, 5)``,
@@ -318,8 +319,9 @@ class Model:
         ``lucid predict --output`` writes for the image.
 
         Raises:
-            UserError: an untrained model, a bad ``conf`` / ``decoder`` / ``img_size`` / device, a source
-                that names no image or an array that is not ``(H, W, 3)`` uint8.
+            UserError: an untrained model, a bad ``conf`` / ``decoder`` / ``img_size`` / device / batch size,
+                a source that names no image (a video: ``lucid predict`` reads those) or an array that is not
+                ``(H, W, 3)`` uint8.
         """
         from lucidyolo.api.images import image_items
         from lucidyolo.api.prediction import NAME_KEY, Prediction, fields_from_rows
@@ -329,19 +331,22 @@ class Model:
         quiet_known_warnings()
         self._require_checkpoint("predict")
         check_predict_args(conf, decoder)
+        if batch_size < 1:
+            raise UserError(f"Model.predict got batch_size={batch_size}.", fix="Use e.g. batch_size=16.")
         items = image_items(source)
         predictor = self._predictor(decoder, img_size, device)
         results = []
-        for path, read in items:  # one image at a time: sizes differ
-            image = read()
-            outcome = predictor(image, conf)
-            hw = (int(image.shape[0]), int(image.shape[1]))
-            layout = self._field_layout(predictor, outcome, hw, conf)
-            results.append(Prediction(
-                path=path, image=image, names=list(predictor.class_names), rows=outcome.rows,
-                fields=fields_from_rows(outcome.rows, layout, hw),
-                label_names=[str(r.get(NAME_KEY, "")) for r in outcome.rows], drawer=predictor.draw,
-            ))
+        for start in range(0, len(items), batch_size):  # read a batch, one forward pass: letterbox evens sizes
+            chunk = items[start:start + batch_size]
+            images = [read() for _, read in chunk]
+            for (path, _), image, outcome in zip(chunk, images, predictor.batch(images, conf), strict=True):
+                hw = (int(image.shape[0]), int(image.shape[1]))
+                layout = self._field_layout(predictor, outcome, hw, conf)
+                results.append(Prediction(
+                    path=path, image=image, names=list(predictor.class_names), rows=outcome.rows,
+                    fields=fields_from_rows(outcome.rows, layout, hw),
+                    label_names=[str(r.get(NAME_KEY, "")) for r in outcome.rows], drawer=predictor.draw,
+                ))
         return results
 
     def _predictor(self, decoder: str, img_size: int | None, device: str) -> Predictor:

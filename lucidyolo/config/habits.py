@@ -106,6 +106,12 @@ HABITS: dict[str, Habit] = {
         value="bf16-mixed",
     ),
     "cache": Habit("data.cache_train_images", "image caching is a data setting (true, false or 'auto')."),
+    "save_txt": Habit(None, "`lucid predict` writes label files into a folder you name, one per image (or video "
+                      "frame), each row ending in its confidence.", option="--save-txt", value="DIR"),
+    "save_conf": Habit(None, "`lucid predict --save-txt` rows always end in the confidence.", option="--save-txt",
+                       value="DIR"),
+    "save_json": Habit(None, "`lucid predict` writes COCO results to a file you name.", option="--save-json",
+                       value="FILE"),
     "lr0": Habit("model.lr", "the peak learning rate is `model.lr`, given at `model.lr_reference_batch`; " + _OPTIM),
     "lrf": Habit("model.lrf", _OPTIM),
     "momentum": Habit("model.momentum", _OPTIM),

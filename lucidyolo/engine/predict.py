@@ -1,27 +1,30 @@
 """``lucid predict`` and the Python API's ``Model.predict``: one code path from an image to the task's dicts.
 
 :class:`Predictor` holds a restored model ready to answer (BatchNorm folded, on
-its device) and runs one ``(H, W, 3)`` uint8 RGB image at a time through
+its device) and runs a batch of ``(H, W, 3)`` uint8 RGB images through
 letterbox -> forward -> the task's ``decode`` -> the task's ``predict`` hook.
-:func:`run_predict` is the command: it resolves ``--source``, reads each file
-and writes JSON and drawn images.
+:func:`run_predict` is the command: it resolves ``--source`` (images and
+videos), predicts ``batch_size`` pictures per forward pass and writes JSON,
+drawn images and videos, YOLO label files (the task's ``label_lines``) and COCO
+results (its ``coco_results``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import NotAvailableError, UserError
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from lucidyolo.engine.restore import Restored
+    from lucidyolo.tasks.api import TaskSpec
 
 DECODERS = ("e2e", "nms")
 
@@ -92,18 +95,35 @@ class Predictor:
 
     def __call__(self, image: np.ndarray, conf: float = 0.25) -> ImageOutcome:
         """Predict one ``(H, W, 3)`` uint8 RGB image; rows at or above ``conf``."""
+        return self.batch([image], conf)[0]
+
+    def batch(self, images: Sequence[np.ndarray], conf: float = 0.25) -> list[ImageOutcome]:
+        """Predict ``(H_i, W_i, 3)`` uint8 RGB images of any sizes in one forward pass.
+
+        Each is letterboxed to ``(S, S)`` on its own (the answers are those of one image at a
+        time, to float rounding); the batch is ``(B, 3, S, S)``.
+        """
         import torch
 
         from lucidyolo.data.augment.letterbox import letterbox_image
 
         assert self.spec.decode is not None and self.spec.predict is not None
-        boxed, lb = letterbox_image(image, self.img_size)
-        x = torch.from_numpy(boxed).permute(2, 0, 1)[None].to(self.device).float() / 255.0  # (1, 3, S, S)
+        if not images:
+            return []
+        s = self.img_size
+        boxed = np.empty((len(images), s, s, 3), np.uint8)  # (B, S, S, 3)
+        letterboxes = []
+        for i, image in enumerate(images):  # one affine warp per image: sizes differ
+            boxed[i], lb = letterbox_image(image, s)
+            letterboxes.append((lb.scale, lb.pad_x, lb.pad_y))
+        x = torch.from_numpy(boxed).to(self.device).permute(0, 3, 1, 2).float() / 255.0  # (B, 3, S, S)
         with torch.inference_mode():
-            decoded = self.spec.decode(self.model(x), self.decoder)[0].cpu()
-            letterbox = (lb.scale, lb.pad_x, lb.pad_y)
-            rows = self.rows(decoded, image.shape[:2], letterbox, conf)
-        return ImageOutcome(decoded, rows, letterbox)
+            decoded = self.spec.decode(self.model(x), self.decoder).cpu()
+            out = []
+            for i, (image, letterbox) in enumerate(zip(images, letterboxes, strict=True)):
+                one = decoded[i]
+                out.append(ImageOutcome(one, self.rows(one, image.shape[:2], letterbox, conf), letterbox))
+        return out
 
     def rows(self, decoded: Any, image_hw: tuple[int, ...], letterbox: tuple[float, float, float],
              conf: float) -> list[dict[str, Any]]:
@@ -123,43 +143,91 @@ class Predictor:
         return self.spec.draw(image=image, predictions=rows, class_names=self.class_names, meta=self.meta)
 
 
+def check_outputs(spec: TaskSpec, save_txt: Path | None, save_json: Path | None) -> None:
+    """Refuse ``--save-txt`` / ``--save-json`` up front when the task has no hook to write them."""
+    for flag, hook, chosen in (("--save-txt", "label_lines", save_txt), ("--save-json", "coco_results", save_json)):
+        if chosen is not None and getattr(spec, hook) is None:
+            raise NotAvailableError(
+                f"`lucid predict {flag}` for task {spec.name!r} is not available: its plugin provides no {hook}.",
+                why="the task has no such file format (or its plugin does not write it yet).",
+                fix=f"Run without {flag}; --output FILE writes every prediction as JSON.",
+            )
+
+
 def run_predict(
     checkpoint: Path, source: str, conf: float = 0.25, decoder: str = "e2e", save: Path | None = None,
     output: Path | None = None, img_size: int | None = None, device: str = "auto", ema: bool = True,
-    on_image: Callable[[Path, list[dict[str, Any]]], None] | None = None,
+    on_image: Callable[[str, list[dict[str, Any]]], None] | None = None, batch_size: int = 16,
+    save_txt: Path | None = None, save_json: Path | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Predict every image of ``source``; ``on_image(path, predictions)`` is called as each one is done.
+    """Predict every image and video frame of ``source``, ``batch_size`` pictures per forward pass.
 
-    Returns one ``{"image", "height", "width", "predictions"}`` dict per image
-    (``predictions`` as the task's ``predict`` hook returns them).
+    ``on_image(name, predictions)`` is called as each picture is done (``name`` the file, or
+    ``FILE#frame=N`` for a video frame); ``on_progress(done, total)`` after each batch (``total``
+    None when a video does not declare its frame count).
+
+    Returns one ``{"image", "height", "width", "predictions"}`` dict per picture (``predictions`` as
+    the task's ``predict`` hook returns them); a video frame adds ``frame`` and ``time`` in seconds,
+    and with ``save_json`` each adds the ``image_id`` of its COCO results.
+
+    Raises:
+        UserError: a bad threshold, decoder, size, batch size or source; a task without the hook an
+            output needs; PyAV missing for a video, or a video that cannot be decoded.
     """
     from lucidyolo.engine.fit import quiet_known_warnings
 
     quiet_known_warnings()
     check_predict_args(conf, decoder)
-    from lucidyolo.predict.sources import resolve_sources
+    if batch_size < 1:
+        raise UserError(f"--batch-size {batch_size} is below 1.", fix="Use e.g. --batch-size 16.")
+    from lucidyolo.predict.sources import is_video, resolve_sources
 
     files = resolve_sources(source)
-    from lucidyolo.data.image_io import read_image_fast
+    videos = [f for f in files if is_video(f)]
+    total: int | None = len(files) - len(videos)
+    if videos:
+        from lucidyolo.predict.video import VideoReader
+
+        for v in videos:  # every video opens before any work: a missing PyAV or a broken file fails now
+            with VideoReader(v) as probe:
+                total = None if total is None or not probe.frames else total + probe.frames
     from lucidyolo.engine.restore import restore
     from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.predict.items import batches, image_ids, source_items
+    from lucidyolo.predict.outputs import PredictOutputs
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
-    predictor = Predictor(restore(checkpoint, ema=ema), decoder, img_size, device, draw=save is not None)
-    if save is not None:
-        save.mkdir(parents=True, exist_ok=True)
-    results = []
-    for f in files:  # one image at a time: sizes differ and latency per image is what a user sees
-        image = read_image_fast(f)  # libjpeg-turbo for JPEG, as validation decodes
-        rows = predictor(image, conf).rows
-        h, w = image.shape[:2]
-        if on_image is not None:
-            on_image(f, rows)
-        results.append({"image": str(f), "height": h, "width": w, "predictions": rows})
-        if save is not None:
-            drawn = predictor.draw(image, rows)
-            with atomic_open(save / f"{f.stem}.jpg", "wb") as out:  # whole files only, whatever stops the run
-                drawn.save(out, format="JPEG", quality=92)
+    restored = restore(checkpoint, ema=ema)
+    check_outputs(restored.spec, save_txt, save_json)
+    predictor = Predictor(restored, decoder, img_size, device, draw=save is not None)
+    outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files))
+    results: list[dict[str, Any]] = []
+    try:
+        # batches of pictures (a batch may span files): letterbox makes every input (S, S)
+        for batch in batches(source_items(files), batch_size):
+            for item, outcome in zip(batch, predictor.batch([it.image for it in batch], conf), strict=True):
+                rows = outcome.rows
+                if on_image is not None:
+                    on_image(item.name, rows)
+                h, w = item.image.shape[:2]
+                image_id = outputs.image_id(item)
+                entry: dict[str, Any] = {"image": str(item.source), "height": h, "width": w}
+                if save_json is not None:  # the key from a file name to its COCO results
+                    entry["image_id"] = image_id
+                if item.frame is not None:
+                    entry.update(frame=item.frame, time=item.time)
+                results.append({**entry, "predictions": rows})
+                outputs.write(item, rows, image_id)
+            if on_progress is not None:
+                on_progress(len(results), total)
+        outputs.close_video()
+    except BaseException as exc:
+        outputs.abort(exc)
+        raise
+    if save_json is not None:
+        with atomic_open(save_json, "w", encoding="utf-8") as out:
+            json.dump(outputs.coco, out)
     if output is not None:
         with atomic_open(output, "w", encoding="utf-8") as out:
             out.write(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,

@@ -109,6 +109,24 @@ Commands
 ``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
     parity check of the deployed graph).
 
+Predict files (``lucid predict --save-txt`` / ``--save-json``, optional)
+-----------------------------------------------------------------------
+
+``label_lines(predictions, image_hw, class_names, meta) -> list[str]``
+    One image's :attr:`predict` dicts as the lines of a YOLO-format label file
+    of the task's own row rule (the one its YOLO reader reads), coordinates
+    normalised by ``image_hw = (h, w)``, each line ending in the row's
+    confidence (drop the last column and the file is a training label file).
+    ``None``: ``--save-txt`` refuses with exit code 2.
+
+``coco_results(predictions, image_id, image_hw, class_names, meta) -> list[dict]``
+    One image's :attr:`predict` dicts as COCO results dicts (``image_id``,
+    ``category_id`` = the contiguous label index, ``bbox`` ``[x, y, w, h]``,
+    ``score``, and the task's ``segmentation`` / ``keypoints``) that
+    ``pycocotools.coco.COCO.loadRes`` accepts. ``None``: ``--save-json``
+    refuses with exit code 2 (a task with no COCO results format, e.g. image
+    classification).
+
 Label statistics (``labels.png`` / ``labels.json`` of ``lucid fit``, API 2.2)
 --------------------------------------------------------------------------
 
@@ -311,7 +329,9 @@ class TaskSpec:
     (optional, API 2.2) returns the task's own panels of ``labels.png`` (keypoint
     visibility, angles, polygon vertices) as plain histogram / bar data.
     ``matches`` (optional) returns what the epoch metric matched, for the
-    curves and confusion matrices. See the
+    curves and confusion matrices. ``label_lines`` and ``coco_results``
+    (optional) write ``lucid predict --save-txt`` rows and ``--save-json``
+    COCO results from the ``predict`` dicts. See the
     module docstring for each hook's contract and tensor shapes.
     """
 
@@ -346,10 +366,12 @@ class TaskSpec:
     transfer_weights: Callable[..., Any] | None = None
     label_stats: Callable[..., Any] | None = None
     matches: Callable[..., Any] | None = None
+    label_lines: Callable[..., Any] | None = None
+    coco_results: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
-        "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches",
+        "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches", "label_lines", "coco_results",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

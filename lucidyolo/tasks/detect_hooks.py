@@ -147,6 +147,35 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
     return draw_boxes(image, boxes, scores, labels, class_names)
 
 
+def scored(predictions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The dicts whose (rounded) score is above zero: COCO results drop the rest, so every converter drops them."""
+    return [p for p in predictions if float(p["score"]) > 0]
+
+
+def _box_rows(predictions: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """``(N, 6)`` ``x1, y1, x2, y2, score, label`` of :func:`predict`'s dicts (original pixels)."""
+    return np.array([[*p["box"], p["score"], p["label"]] for p in predictions], np.float64).reshape(-1, 6)
+
+
+def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
+    """``label cx cy w h conf`` per box, normalised by the image size (the YOLO detection row + confidence)."""
+    from lucidyolo.predict.label_lines import format_line, xyxy_to_cxcywh_normalised
+
+    rows = _box_rows(predictions)
+    boxes = xyxy_to_cxcywh_normalised(rows[:, :4], image_hw)  # (N, 4)
+    return [format_line(int(p["label"]), b, p["score"]) for p, b in zip(predictions, boxes, strict=True)]
+
+
+def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],
+                 class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
+    """COCO ``bbox`` results (``category_id`` the label index) of :func:`predict`'s dicts with a score above 0."""
+    from lucidyolo.metrics.coco_eval import dets_to_coco_results
+
+    rows = _box_rows(scored(predictions))  # already in original pixels: the identity letterbox
+    classes = max(len(class_names), int(rows[:, 5].max()) + 1 if len(rows) else 0)
+    return dets_to_coco_results(rows, image_id, list(range(classes)), orig_hw=image_hw)
+
+
 def deploy(model: nn.Module, **_: Any) -> nn.Module:
     """The deployed graph: BN folded, trunk + o2o branch + top-k, output ``(B, 300, 6)``."""
     from lucidyolo.models.deploy import make_deploy_model

@@ -241,6 +241,42 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
                           flip_idx=(meta or {}).get("flip_idx"), threshold=CONFIDENCE_THRESHOLD)
 
 
+VISIBLE, NOT_LABELLED = 2.0, 0.0
+"""YOLO pose visibility of a written point: visible at or above :data:`CONFIDENCE_THRESHOLD`, else not labelled."""
+
+
+def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
+    """``label cx cy w h x1 y1 v1 ... xK yK vK conf`` per instance (the YOLO pose row with ``kpt_shape [K, 3]``).
+
+    ``v`` is 2 (visible) for a point whose confidence reaches :data:`CONFIDENCE_THRESHOLD` (the one
+    :func:`draw` uses) and 0 (not labelled) below it, so the file without its last column trains as it reads.
+    """
+    from lucidyolo.predict.label_lines import format_line, normalise_xy, xyxy_to_cxcywh_normalised
+
+    if not predictions:
+        return []
+    boxes = xyxy_to_cxcywh_normalised(np.array([p["box"] for p in predictions], np.float64), image_hw)  # (N, 4)
+    points = np.array([p["keypoints"] for p in predictions], np.float64)  # (N, K, 3) px + confidence
+    xy = normalise_xy(points[..., :2], image_hw)  # (N, K, 2)
+    v = np.where(points[..., 2:3] >= CONFIDENCE_THRESHOLD, VISIBLE, NOT_LABELLED)  # (N, K, 1)
+    rows = np.concatenate([boxes, np.concatenate([xy, v], -1).reshape(len(predictions), -1)], 1)  # (N, 4 + 3K)
+    return [format_line(int(p["label"]), r, p["score"]) for p, r in zip(predictions, rows, strict=True)]
+
+
+def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],
+                 class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
+    """COCO keypoint results: ``bbox``, ``score`` and ``keypoints`` ``[x1, y1, c1, ...]`` (``c`` the point's confidence)."""
+    from lucidyolo.metrics.keypoint_results import keypoint_results
+
+    kept = detect_hooks.scored(predictions)
+    rows = np.array([[*p["box"], p["score"], p["label"]] for p in kept], np.float64).reshape(-1, 6)
+    k = len(kept[0]["keypoints"]) if kept else 0
+    points = np.array([p["keypoints"] for p in kept], np.float64).reshape(len(kept), k, 3)
+    classes = max(len(class_names), int(rows[:, 5].max()) + 1 if len(rows) else 0)
+    # already in original pixels: the identity letterbox
+    return keypoint_results(KeypointDetections(torch.from_numpy(rows), torch.from_numpy(points)), image_id, list(range(classes)), orig_hw=image_hw)
+
+
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """Detection rows as for det, plus the gathered points of the matched rows."""
     from lucidyolo.export.onnx import keypoint_parity

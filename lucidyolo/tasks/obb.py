@@ -69,6 +69,8 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
+    coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
     label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
     export=ExportSpec(
         outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")

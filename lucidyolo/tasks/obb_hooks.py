@@ -266,6 +266,29 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
     return draw_rotated(image, quads, scores, labels, class_names)
 
 
+def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
+    """``label x1 y1 x2 y2 x3 y3 x4 y4 conf`` per rotated box: its four corners normalised (the YOLO-OBB row)."""
+    from lucidyolo.predict.label_lines import format_line, normalise_xy
+
+    quads = np.array([p["polygon"] for p in predictions], np.float64).reshape(-1, 4, 2)
+    corners = normalise_xy(quads, image_hw)  # (N, 4, 2)
+    return [format_line(int(p["label"]), q, p["score"]) for p, q in zip(predictions, corners, strict=True)]
+
+
+def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],
+                 class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
+    """COCO results of the upright envelopes (``bbox``) with each quadrilateral as a polygon ``segmentation``
+    and the rotated box itself as ``rbox`` ``[cx, cy, w, h, theta]`` (as in the tiler's COCO files)."""
+    from lucidyolo.tasks import detect_hooks
+
+    kept = detect_hooks.scored(predictions)
+    out = detect_hooks.coco_results(predictions=kept, image_id=image_id, image_hw=image_hw, class_names=class_names)
+    for d, p in zip(out, kept, strict=True):
+        d["segmentation"] = [[float(v) for xy in p["polygon"] for v in xy]]
+        d["rbox"] = [float(v) for v in p["rbox"]]
+    return out
+
+
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """onnxruntime against PyTorch on ``images``: 7-column rows matched, classes equal, box/angle and score gaps."""
     from lucidyolo.tasks.detect_hooks import export_check as rows_check

@@ -157,6 +157,37 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
     return draw_masks(image, predictions, class_names)
 
 
+def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
+    """``label x1 y1 ... xn yn conf`` per instance: the outline of its mask's largest part, normalised.
+
+    The outline follows pixel edges, simplified within a pixel (:func:`~lucidyolo.structures.mask_polygon.mask_polygon`);
+    an empty mask (every pixel below the threshold) writes its box's four corners, so each prediction has its row.
+    """
+    from lucidyolo.data.rle_polygons import decode_rle
+    from lucidyolo.predict.label_lines import format_line, normalise_xy
+    from lucidyolo.structures.mask_polygon import mask_polygon
+
+    h, w = image_hw
+    out = []
+    for p in predictions:  # one outline per instance: each is its own mask
+        ring = mask_polygon(decode_rle(p["mask"], h, w))  # (n, 2) px
+        if not len(ring):
+            x1, y1, x2, y2 = p["box"]
+            ring = np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]], np.float64)
+        out.append(format_line(int(p["label"]), normalise_xy(ring, image_hw), p["score"]))
+    return out
+
+
+def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],
+                 class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
+    """Detection's ``bbox`` results plus ``segmentation``: the mask's COCO RLE (one list scores bbox and segm)."""
+    kept = detect_hooks.scored(predictions)
+    out = detect_hooks.coco_results(predictions=kept, image_id=image_id, image_hw=image_hw, class_names=class_names)
+    for d, p in zip(out, kept, strict=True):
+        d["segmentation"] = dict(p["mask"])
+    return out
+
+
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """Detection rows as for det, plus the prototypes and the assembled masks of the compared rows."""
     from lucidyolo.export.onnx import mask_parity

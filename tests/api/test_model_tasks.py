@@ -104,6 +104,21 @@ def test_new_fit_evaluate_predict_draw_export(task, tmp_path):
         doc = p.to_json()
         assert json.loads(json.dumps(doc)) == doc and doc["image"] == str(p.path) and doc["predictions"] == p.rows
 
+    # lucid predict --save-txt / --save-json on real rows of the task: a line per row, results pycocotools loads
+    first, hw = preds[0], (preds[0].height, preds[0].width)
+    lines = spec.label_lines(predictions=first.rows, image_hw=hw, class_names=model.class_names, meta={})
+    assert len(lines) == len(first) and [int(line.split()[0]) for line in lines] == first.labels.tolist()
+    if spec.coco_results is not None:
+        from pycocotools.coco import COCO
+
+        results = spec.coco_results(predictions=first.rows, image_id=1, image_hw=hw, class_names=model.class_names,
+                                    meta={})
+        gt = COCO()
+        gt.dataset = {"images": [{"id": 1, "height": hw[0], "width": hw[1]}], "annotations": [],
+                      "categories": [{"id": c, "name": n} for c, n in enumerate(model.class_names)]}
+        gt.createIndex()
+        assert 0 < len(gt.loadRes(results).getAnnIds()) == len(results) <= len(first)
+
     array = model.predict(preds[0].image, conf=0.0, device="cpu")[0]  # an in-memory image: the same answer
     assert array.rows == preds[0].rows and array.path is None
     nothing = model.predict(files[0], conf=1.0, device="cpu")[0]

@@ -113,3 +113,21 @@ def matches(metric: Any, **_: Any) -> dict[str, Any]:
     leave it out: no curves.
     """
     raise _todo("matches")
+
+
+def label_lines(predictions: list[dict[str, Any]], image_hw: tuple[int, int], class_names: list[str],
+                meta: dict[str, Any], **_: Any) -> list[str]:
+    """``lucid predict --save-txt``: one image's ``predict`` dicts as YOLO-style lines ending in the confidence, optional.
+
+    ``lucidyolo.predict.label_lines.format_line`` formats a row; leave the hook out and ``--save-txt`` refuses.
+    """
+    raise _todo("label_lines")
+
+
+def coco_results(predictions: list[dict[str, Any]], image_id: int, image_hw: tuple[int, int], class_names: list[str],
+                 meta: dict[str, Any], **_: Any) -> list[dict[str, Any]]:
+    """``lucid predict --save-json``: one image's ``predict`` dicts as COCO results dicts, optional.
+
+    Leave it out when your task has no COCO results form (``--save-json`` then refuses with exit code 2).
+    """
+    raise _todo("coco_results")

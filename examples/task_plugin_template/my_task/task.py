@@ -84,6 +84,9 @@ SPEC = TaskSpec(
     # Optional: your own panels of `lucid fit`'s labels.png (e.g. a per-field histogram).
     label_stats=_hook("label_stats"),
     matches=_hook("matches"),
+    # Optional: `lucid predict --save-txt` (YOLO-style lines) and `--save-json` (COCO results).
+    label_lines=_hook("label_lines"),
+    coco_results=_hook("coco_results"),
     # Optional: `lucid gate overfit` (a GateSpec) and `lucid export` (an ExportSpec).
     gate=None,
     export=None,

@@ -113,6 +113,14 @@ def predict(decoded: Tensor, class_names: Sequence[str], conf: float = 0.0, **_:
     ]
 
 
+def label_lines(predictions: Sequence[Mapping[str, Any]], **_: Any) -> list[str]:
+    """``label conf`` per ranked class, best first (an image has no geometry; there is no COCO results form,
+    so the plugin gives no ``coco_results`` and ``--save-json`` refuses)."""
+    from lucidyolo.predict.label_lines import format_line
+
+    return [format_line(int(p["label"]), (), p["score"]) for p in predictions]
+
+
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
     """The top classes written in the image's top-left corner."""
     from PIL import Image, ImageDraw

@@ -48,5 +48,6 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
     export=ExportSpec(outputs=("probs",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")),
 )

@@ -81,6 +81,15 @@ def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     assert [p["rank"] for p in preds] == [1, 2, 3, 4]  # top-k over the 4 classes, best first
     assert sum(p["score"] for p in preds) == pytest.approx(1.0, abs=1e-3)
     assert preds[0]["name"] in pr.stdout
+    txt = lucid("predict", "--checkpoint", str(ckpt), "--source", str(image), "--conf", "0",
+                "--save-txt", str(tmp_path / "labels"), cwd=tmp_path)
+    assert txt.returncode == 0, txt.stdout + txt.stderr
+    lines = (tmp_path / "labels" / f"{image.stem}.txt").read_text().splitlines()
+    assert [(int(line.split()[0]), float(line.split()[1])) for line in lines] == [(p["label"], p["score"]) for p in preds]
+    js = lucid("predict", "--checkpoint", str(ckpt), "--source", str(image), "--save-json",
+               str(tmp_path / "coco.json"), cwd=tmp_path)  # image classes have no COCO results form
+    assert js.returncode == 2 and "provides no coco_results" in js.stderr and "Traceback" not in js.stderr
+    assert not (tmp_path / "coco.json").exists()
 
     ex = lucid("export", "--checkpoint", str(ckpt), "--img-size", "64", "--check", cwd=tmp_path)
     assert ex.returncode == 0, ex.stdout + ex.stderr
