@@ -90,6 +90,16 @@ Commands
 ``draw(image, predictions, class_names) -> PIL.Image.Image``
     Draws :attr:`predict`'s dicts on an ``(H, W, 3)`` uint8 RGB image.
 
+``target_rows(gt, image_hw, class_names, meta) -> list[list[dict]]`` (optional, API 2.3)
+    A packed batch's ground truth as the dicts :attr:`draw` takes, so the run
+    folder's ``train_batch*.jpg`` and ``val_batch*_labels.jpg`` draw targets
+    with the task's own drawing: ``gt`` the padded ground truth of
+    :func:`~lucidyolo.structures.packed.unpack` on the CPU, ``image_hw`` the
+    network input ``(S, S)``; one list per image of the batch, in
+    network-input pixels, ``"score"`` NaN (a label has no score: the built-in
+    drawers caption it with the class name alone). ``None``: no batch images
+    for the task (``lucid fit`` says so once).
+
 ``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
     parity check of the deployed graph).
 
@@ -293,7 +303,9 @@ class TaskSpec:
     names an importable package whose ``presets/`` folder holds the task's own
     YAML presets (found by bare name like the packaged ones). ``label_stats``
     (optional, API 2.2) returns the task's own panels of ``labels.png`` (keypoint
-    visibility, angles, polygon vertices) as plain histogram / bar data. See the
+    visibility, angles, polygon vertices) as plain histogram / bar data.
+    ``target_rows`` (optional, API 2.3) turns a batch's ground truth into
+    ``draw``'s dicts for the run folder's batch images. See the
     module docstring for each hook's contract and tensor shapes.
     """
 
@@ -327,10 +339,11 @@ class TaskSpec:
     export: ExportSpec | None = None
     transfer_weights: Callable[..., Any] | None = None
     label_stats: Callable[..., Any] | None = None
+    target_rows: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
-        "evaluate", "predict", "draw", "transfer_weights", "label_stats",
+        "evaluate", "predict", "draw", "transfer_weights", "label_stats", "target_rows",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -71,6 +71,7 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
     label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
     export=ExportSpec(
         outputs=("detections", "coeffs", "protos"),

@@ -47,5 +47,6 @@ SPEC = TaskSpec(
     evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
+    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
     export=ExportSpec(outputs=("probs",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")),
 )
