@@ -251,9 +251,11 @@ def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_name
     from lucidyolo.predict.draw import draw_keypoints
 
     boxed = detect_hooks.draw(image=image, predictions=predictions, class_names=class_names)
-    points = np.array([p["keypoints"] for p in predictions], dtype=np.float64)
+    # no prediction (nothing above the threshold) is an empty (0, 0, 3) array, which has no K to reshape by
+    points = np.array([p["keypoints"] for p in predictions], dtype=np.float64).reshape(len(predictions), -1, 3) \
+        if predictions else np.zeros((0, 0, 3))
     meta = meta or {}
-    return draw_keypoints(np.asarray(boxed), points.reshape(len(predictions), -1, 3),
+    return draw_keypoints(np.asarray(boxed), points,
                           flip_idx=meta.get("flip_idx"), threshold=CONFIDENCE_THRESHOLD, skeleton=meta.get("skeleton"))
 
 
