@@ -88,6 +88,17 @@ def save_jpeg(picture: Image.Image, path: Path) -> None:
         picture.save(f, format="JPEG", quality=JPEG_QUALITY)
 
 
+def _lowest_priority() -> None:
+    """Drawing yields the CPU to training: the drawing thread gets the lowest scheduling priority (Linux
+    schedules threads one by one; elsewhere, or where refused, it keeps the process's)."""
+    import contextlib
+    import os
+    import threading
+
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
 class BatchImages(Callback):
     """Writes the run folder's batch images (global rank 0 only); see the module docstring.
 
@@ -177,7 +188,8 @@ class BatchImages(Callback):
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lucid-batch-images")
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lucid-batch-images",
+                                            initializer=_lowest_priority)
         self._jobs.append(self._pool.submit(fn, *args))
 
     def _write_labels(self, images: np.ndarray, gt: dict[str, torch.Tensor], path: Path) -> None:
