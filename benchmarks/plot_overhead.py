@@ -58,31 +58,48 @@ def fit_once(work: Path, cache: Path, args: list[str], tag: str) -> dict[str, fl
     env = {**os.environ, "LUCIDYOLO_CACHE_DIR": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run([*lucid_command(), "fit", "det", *args, "--trainer.default_root_dir", str(root)],
-                       capture_output=True, text=True, env=env, cwd=work)
+    r = subprocess.run(
+        [*lucid_command(), "fit", "det", *args, "--trainer.default_root_dir", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if r.returncode != 0:
-        raise SystemExit(f"lucid fit det {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+        raise SystemExit(
+            f"lucid fit det {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-3000:]}"
+        )
     elapsed = re.findall(r"^epoch \d+/\d+ \|.*\| (\S+) elapsed", r.stdout, re.M)
     pictures = sorted(p.name for p in (root / "version_0").glob("*_batch*.jpg"))
     shutil.rmtree(root, ignore_errors=True)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "fit_s": clock_seconds(elapsed[-1]) if elapsed else float("nan"),
-            "pictures": len(pictures)}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "fit_s": clock_seconds(elapsed[-1]) if elapsed else float("nan"),
+        "pictures": len(pictures),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", type=int, default=3, help="off/on pairs, the order swapped every pair")
-    ap.add_argument("--epochs", type=int, default=None, help="--trainer.max_epochs (default: the run's own)")
+    ap.add_argument(
+        "--pairs", type=int, default=3, help="off/on pairs, the order swapped every pair"
+    )
+    ap.add_argument(
+        "--epochs", type=int, default=None, help="--trainer.max_epochs (default: the run's own)"
+    )
     ap.add_argument("--extra", default="", help="more options for both arms")
     a = ap.parse_args()
     common = shlex.split(a.extra) + (["--trainer.max_epochs", str(a.epochs)] if a.epochs else [])
     arms = {"off": [*common, "--data.plot_batches", "0"], "on": common}
     with tempfile.TemporaryDirectory(prefix="lucid-plot-overhead-") as tmp:
         work, cache = Path(tmp), Path(tmp) / "cache"
-        fit_once(work, cache, [*arms["off"], "--trainer.max_epochs", "1"], "warm-up")  # writes the synthetic set
+        fit_once(
+            work, cache, [*arms["off"], "--trainer.max_epochs", "1"], "warm-up"
+        )  # writes the synthetic set
         runs: list[dict[str, float | str]] = []
         ratios, fit_ratios, cpu_ratios = [], [], []
         for p in range(a.pairs):
@@ -95,14 +112,25 @@ def main() -> None:
             fit_ratios.append(float(got["on"]["fit_s"]) / float(got["off"]["fit_s"]))
             cpu_ratios.append(float(got["on"]["cpu_s"]) / float(got["off"]["cpu_s"]))
     median = statistics.median(ratios)
-    print(json.dumps({
-        "benchmark": "plot_overhead", "command": "lucid fit det " + " ".join(common), "pairs": a.pairs,
-        "runs": runs, "wall_ratios_on_off": [round(r, 4) for r in ratios],
-        "fit_ratios_on_off": [round(r, 4) for r in fit_ratios], "median_wall_ratio": round(median, 4),
-        "median_fit_ratio": round(statistics.median(fit_ratios), 4),
-        "cpu_ratios_on_off": [round(r, 4) for r in cpu_ratios], "median_cpu_ratio": round(statistics.median(cpu_ratios), 4), "overhead_pct": round(100 * (median - 1), 2),
-        "cpu_count": os.cpu_count(), "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "plot_overhead",
+                "command": "lucid fit det " + " ".join(common),
+                "pairs": a.pairs,
+                "runs": runs,
+                "wall_ratios_on_off": [round(r, 4) for r in ratios],
+                "fit_ratios_on_off": [round(r, 4) for r in fit_ratios],
+                "median_wall_ratio": round(median, 4),
+                "median_fit_ratio": round(statistics.median(fit_ratios), 4),
+                "cpu_ratios_on_off": [round(r, 4) for r in cpu_ratios],
+                "median_cpu_ratio": round(statistics.median(cpu_ratios), 4),
+                "overhead_pct": round(100 * (median - 1), 2),
+                "cpu_count": os.cpu_count(),
+                "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -55,7 +55,15 @@ BACKGROUND = (114, 114, 114)
 
 def to_uint8_hwc(images: torch.Tensor) -> np.ndarray:
     """``(B, 3, S, S)`` float in ``[0, 1]`` -> ``(B, S, S, 3)`` uint8 (numpy, the CPU)."""
-    return (images.detach().float() * 255.0).round_().clamp_(0, 255).to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+    return (
+        (images.detach().float() * 255.0)
+        .round_()
+        .clamp_(0, 255)
+        .to(torch.uint8)
+        .permute(0, 2, 3, 1)
+        .cpu()
+        .numpy()
+    )
 
 
 def grid(tiles: Sequence[Image.Image], max_side: int = GRID_MAX_SIDE) -> Image.Image:
@@ -74,11 +82,23 @@ def grid(tiles: Sequence[Image.Image], max_side: int = GRID_MAX_SIDE) -> Image.I
     return canvas
 
 
-def draw_batch(images: np.ndarray, rows: Sequence[Sequence[Mapping[str, Any]]], draw: Callable[..., Any],
-               class_names: Sequence[str], meta: Mapping[str, Any]) -> Image.Image:
+def draw_batch(
+    images: np.ndarray,
+    rows: Sequence[Sequence[Mapping[str, Any]]],
+    draw: Callable[..., Any],
+    class_names: Sequence[str],
+    meta: Mapping[str, Any],
+) -> Image.Image:
     """One picture of a batch: ``images (B, S, S, 3)`` uint8, each drawn with its ``rows`` by the task's ``draw``."""
-    tiles = [draw(image=np.ascontiguousarray(img), predictions=list(r), class_names=class_names, meta=dict(meta))
-             for img, r in zip(images, rows, strict=True)]
+    tiles = [
+        draw(
+            image=np.ascontiguousarray(img),
+            predictions=list(r),
+            class_names=class_names,
+            meta=dict(meta),
+        )
+        for img, r in zip(images, rows, strict=True)
+    ]
     return grid([t.convert("RGB") for t in tiles])
 
 
@@ -110,8 +130,17 @@ class BatchImages(Callback):
         meta: the dataset meta handed to the hooks (``flip_idx``, ``skeleton``).
     """
 
-    def __init__(self, run_dir: Path, count: int, *, draw: Callable[..., Any], target_rows: Callable[..., Any],
-                 predict: Callable[..., Any] | None, class_names: Sequence[str], meta: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        count: int,
+        *,
+        draw: Callable[..., Any],
+        target_rows: Callable[..., Any],
+        predict: Callable[..., Any] | None,
+        class_names: Sequence[str],
+        meta: Mapping[str, Any],
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.count = int(count)
         self.draw = draw
@@ -129,29 +158,52 @@ class BatchImages(Callback):
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._train_epoch = int(trainer.current_epoch)  # a resumed fit draws its own first epoch
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
-                             batch_idx: int) -> None:
-        if batch_idx >= self.count or trainer.current_epoch != self._train_epoch or not trainer.is_global_zero:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if (
+            batch_idx >= self.count
+            or trainer.current_epoch != self._train_epoch
+            or not trainer.is_global_zero
+        ):
             return
         images, gt = self._copy(batch)
         self._submit(self._write_labels, images, gt, self.run_dir / f"train_batch{batch_idx}.jpg")
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         last = trainer.current_epoch + 1 >= int(trainer.max_epochs or 0)
-        self._val_now = (not trainer.sanity_checking and trainer.is_global_zero and (not self._validated or last))
+        self._val_now = (
+            not trainer.sanity_checking and trainer.is_global_zero and (not self._validated or last)
+        )
 
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                                batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         if batch_idx >= self.count or not self._val_now:
             return
         images, gt = self._copy(batch)
-        self._submit(self._write_labels, images, gt, self.run_dir / f"val_batch{batch_idx}_labels.jpg")
+        self._submit(
+            self._write_labels, images, gt, self.run_dir / f"val_batch{batch_idx}_labels.jpg"
+        )
         if self.predict is not None:
             model, decode = pl_module.model, pl_module.decode  # type: ignore[attr-defined]
-            with torch.inference_mode():  # the model the validation step scored (the EMA weights when on)
+            with (
+                torch.inference_mode()
+            ):  # the model the validation step scored (the EMA weights when on)
                 x = unpack(batch)[0][:GRID_MAX_IMAGES]  # on the batch's own device
                 decoded = decode(model(x), "e2e").cpu()
-            self._submit(self._write_predictions, images, decoded, self.run_dir / f"val_batch{batch_idx}_pred.jpg")
+            self._submit(
+                self._write_predictions,
+                images,
+                decoded,
+                self.run_dir / f"val_batch{batch_idx}_pred.jpg",
+            )
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._val_now:
@@ -161,7 +213,9 @@ class BatchImages(Callback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.finish()
 
-    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
+    ) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -174,8 +228,11 @@ class BatchImages(Callback):
         self._pool = None
         for job in self._jobs:
             if (exc := job.exception()) is not None:
-                warnings.warn(f"a batch image could not be written: {type(exc).__name__}: {exc}", RuntimeWarning,
-                              stacklevel=2)
+                warnings.warn(
+                    f"a batch image could not be written: {type(exc).__name__}: {exc}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         self._jobs.clear()
 
     # ------------------------------------------------------------ helpers
@@ -188,28 +245,56 @@ class BatchImages(Callback):
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lucid-batch-images",
-                                            initializer=_lowest_priority)
+            self._pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="lucid-batch-images", initializer=_lowest_priority
+            )
         self._jobs.append(self._pool.submit(fn, *args))
 
     def _write_labels(self, images: np.ndarray, gt: dict[str, torch.Tensor], path: Path) -> None:
         s = images.shape[1:3]
-        rows = self.target_rows(gt=gt, image_hw=(int(s[0]), int(s[1])), class_names=self.class_names, meta=self.meta)
-        save_jpeg(draw_batch(images, rows[: len(images)], self.draw, self.class_names, self.meta), path)
+        rows = self.target_rows(
+            gt=gt, image_hw=(int(s[0]), int(s[1])), class_names=self.class_names, meta=self.meta
+        )
+        save_jpeg(
+            draw_batch(images, rows[: len(images)], self.draw, self.class_names, self.meta), path
+        )
 
     def _write_predictions(self, images: np.ndarray, decoded: Any, path: Path) -> None:
         assert self.predict is not None
         s = (int(images.shape[1]), int(images.shape[2]))
-        rows = [self.predict(decoded=decoded[i], image_hw=s, letterbox=(1.0, 0.0, 0.0), class_names=self.class_names,
-                             conf=PRED_CONF, meta=self.meta) for i in range(len(images))]
+        rows = [
+            self.predict(
+                decoded=decoded[i],
+                image_hw=s,
+                letterbox=(1.0, 0.0, 0.0),
+                class_names=self.class_names,
+                conf=PRED_CONF,
+                meta=self.meta,
+            )
+            for i in range(len(images))
+        ]
         save_jpeg(draw_batch(images, rows, self.draw, self.class_names, self.meta), path)
 
 
-def batch_images_callback(plot_batches: int, run_dir: Path, *, draw: Callable[..., Any] | None,
-                          target_rows: Callable[..., Any] | None, predict: Callable[..., Any] | None,
-                          class_names: Sequence[str], meta: Mapping[str, Any]) -> BatchImages | None:
+def batch_images_callback(
+    plot_batches: int,
+    run_dir: Path,
+    *,
+    draw: Callable[..., Any] | None,
+    target_rows: Callable[..., Any] | None,
+    predict: Callable[..., Any] | None,
+    class_names: Sequence[str],
+    meta: Mapping[str, Any],
+) -> BatchImages | None:
     """The callback of ``data.plot_batches`` (``None`` when 0, or when the task cannot draw its targets)."""
     if plot_batches <= 0 or draw is None or target_rows is None:
         return None
-    return BatchImages(run_dir, plot_batches, draw=draw, target_rows=target_rows, predict=predict,
-                       class_names=class_names, meta=meta)
+    return BatchImages(
+        run_dir,
+        plot_batches,
+        draw=draw,
+        target_rows=target_rows,
+        predict=predict,
+        class_names=class_names,
+        meta=meta,
+    )

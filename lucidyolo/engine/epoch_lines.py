@@ -23,7 +23,6 @@ from typing import Any
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
-
 PROGRESS_EVERY_S = 30.0
 """Seconds between two progress lines within an epoch (the issue asks for at least one a minute).
 

@@ -89,22 +89,11 @@ def test_a_piped_run_prints_progress_lines_within_each_epoch(run):
     assert re.findall(r"^progress: validation of epoch (\d), batch 1/1 \|", run["stdout"], re.M) == ["1", "2"]
 
 
-def batch_image_sizes(run_dir: Path) -> dict[str, tuple[int, int]]:
-    """Every batch picture of a run folder, checked to be a whole JPEG, by name: its (width, height)."""
-    from PIL import Image
-
-    sizes = {}
-    for path in sorted([*run_dir.glob("train_batch*.jpg"), *run_dir.glob("val_batch*.jpg")]):
-        with Image.open(path) as im:
-            assert im.format == "JPEG"
-            im.load()  # decodes every byte: a truncated file fails here
-            sizes[path.name] = im.size
-    return sizes
-
-
 def test_fit_writes_batch_images_with_labels_and_predictions(run):
     """3 training batches of 8 images (a 3 x 3 grid of 128 px tiles) and the one validation batch of 5 (3 x 2)."""
-    assert batch_image_sizes(run["run_dir"]) == {
+    from tests.engine.batch_pictures import batch_picture_sizes
+
+    assert batch_picture_sizes(run["run_dir"]) == {
         "train_batch0.jpg": (384, 384), "train_batch1.jpg": (384, 384), "train_batch2.jpg": (384, 384),
         "val_batch0_labels.jpg": (384, 256), "val_batch0_pred.jpg": (384, 256),
     }
