@@ -126,6 +126,18 @@ def main() -> None:
                 "cpu_ratios_on_off": [round(r, 4) for r in cpu_ratios],
                 "median_cpu_ratio": round(statistics.median(cpu_ratios), 4),
                 "overhead_pct": round(100 * (median - 1), 2),
+                # the pictures cost a fixed amount per run (first epoch's training batches, first and last validation):
+                # the seconds they add, to set against a run of any length
+                "added_wall_s": round(
+                    statistics.median(float(r["wall_s"]) for r in runs if r["arm"] == "on")
+                    - statistics.median(float(r["wall_s"]) for r in runs if r["arm"] == "off"),
+                    2,
+                ),
+                "added_cpu_s": round(
+                    statistics.median(float(r["cpu_s"]) for r in runs if r["arm"] == "on")
+                    - statistics.median(float(r["cpu_s"]) for r in runs if r["arm"] == "off"),
+                    2,
+                ),
                 "cpu_count": os.cpu_count(),
                 "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
             }
