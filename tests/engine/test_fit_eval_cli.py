@@ -90,11 +90,12 @@ def test_a_piped_run_prints_progress_lines_within_each_epoch(run):
 
 
 def test_fit_writes_batch_images_with_labels_and_predictions(run):
-    """3 training batches of 8 images (a 3 x 3 grid of 128 px tiles) and the one validation batch of 5 (3 x 2)."""
+    """19 training images in batches of 8, 8 and 3 (3 x 3, 3 x 3 and 2 x 2 grids of 128 px tiles) and the one
+    validation batch of 5 (3 x 2)."""
     from tests.engine.batch_pictures import batch_picture_sizes
 
     assert batch_picture_sizes(run["run_dir"]) == {
-        "train_batch0.jpg": (384, 384), "train_batch1.jpg": (384, 384), "train_batch2.jpg": (384, 384),
+        "train_batch0.jpg": (384, 384), "train_batch1.jpg": (384, 384), "train_batch2.jpg": (256, 256),
         "val_batch0_labels.jpg": (384, 256), "val_batch0_pred.jpg": (384, 256),
     }
 
