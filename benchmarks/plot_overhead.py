@@ -17,7 +17,17 @@ fit's own elapsed time (its last epoch line: start-up excluded), the per-pair
 ratios on / off and their medians; ``overhead_pct`` is ``100 * (median wall
 ratio - 1)``.
 
-Usage: ``python benchmarks/plot_overhead.py [--pairs 3] [--epochs N] [--extra "--data.batch_size 8"]``
+``--direct`` measures the pictures' own cost instead, where a loaded machine
+drowns the difference of two whole runs (measured: the same command took 85 s
+and 504 s within the hour): one fit in this process, the embedded default at
+``--epochs``, with the picture callback's work timed where it runs, the
+main-thread hooks (the copies and the validation forward passes) by the wall
+clock and the background drawing by its thread's CPU clock. That cost is fixed
+per run, so it is set against the fit's own time per epoch x the default run's
+20 epochs (``projected_overhead_pct``), both measured in the same process at
+the same time.
+
+Usage: ``python benchmarks/plot_overhead.py [--pairs 3] [--epochs N] [--extra "--data.batch_size 8"] [--direct]``
 (``--epochs`` left out: the embedded default's own 20).
 """
 
@@ -83,6 +93,81 @@ def fit_once(work: Path, cache: Path, args: list[str], tag: str) -> dict[str, fl
     }
 
 
+DEFAULT_EPOCHS = 20
+"""``trainer.max_epochs`` of the embedded default run (det_nano_synthetic.yaml)."""
+
+
+def direct(epochs: int, extra: dict[str, object]) -> dict[str, object]:
+    """One in-process fit of the embedded default with the picture callback's work timed (see the docstring)."""
+    import functools
+    import threading
+
+    from lucidyolo.config.resolve import resolve_config
+    from lucidyolo.engine import batch_images
+    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.tasks.registry import get_task
+
+    spent = {"main_s": 0.0, "thread_cpu_s": 0.0, "pictures": 0}
+    lock = threading.Lock()
+
+    def timed(fn, key, clock):  # type: ignore[no-untyped-def]
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            t0 = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with lock:
+                    spent[key] += clock() - t0
+                    if key == "thread_cpu_s":
+                        spent["pictures"] += 1
+
+        return wrapper
+
+    cls = batch_images.BatchImages
+    for name in ("on_train_batch_start", "on_validation_batch_end"):
+        setattr(cls, name, timed(getattr(cls, name), "main_s", time.perf_counter))
+    for name in ("_write_labels", "_write_predictions"):
+        setattr(cls, name, timed(getattr(cls, name), "thread_cpu_s", time.thread_time))
+    spec = get_task("det")
+    with tempfile.TemporaryDirectory(prefix="lucid-plot-overhead-") as tmp:
+        os.environ.setdefault("LUCIDYOLO_CACHE_DIR", str(Path(tmp) / "cache"))
+        overrides = {
+            "trainer": {"max_epochs": epochs, "default_root_dir": str(Path(tmp) / "runs")},
+            **extra,
+        }
+        cfg = resolve_config(spec, [spec.synthetic_preset], overrides, None, get_task=get_task)
+        epoch_ends: list[float] = []
+        t0 = time.perf_counter()
+        run_fit(
+            spec,
+            cfg,
+            log=lambda line: (
+                epoch_ends.append(time.perf_counter()) if line.startswith("epoch ") else None
+            ),
+        )
+        wall = time.perf_counter() - t0
+    per_epoch = (
+        statistics.median(b - a for a, b in zip(epoch_ends, epoch_ends[1:], strict=False))
+        if len(epoch_ends) > 1
+        else wall
+    )
+    cost = spent["main_s"] + spent["thread_cpu_s"]
+    return {
+        "benchmark": "plot_overhead --direct",
+        "epochs": epochs,
+        "fit_wall_s": round(wall, 2),
+        "epoch_s_median": round(per_epoch, 2),
+        "pictures": spent["pictures"],
+        "main_thread_s": round(spent["main_s"], 3),
+        "drawing_thread_cpu_s": round(spent["thread_cpu_s"], 3),
+        "projected_default_run_s": round(DEFAULT_EPOCHS * per_epoch, 1),
+        "projected_overhead_pct": round(100 * cost / (DEFAULT_EPOCHS * per_epoch), 2),
+        "cpu_count": os.cpu_count(),
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -92,7 +177,13 @@ def main() -> None:
         "--epochs", type=int, default=None, help="--trainer.max_epochs (default: the run's own)"
     )
     ap.add_argument("--extra", default="", help="more options for both arms")
+    ap.add_argument(
+        "--direct", action="store_true", help="time the pictures' own work in one in-process fit"
+    )
     a = ap.parse_args()
+    if a.direct:
+        print(json.dumps(direct(a.epochs or 3, {})))
+        return
     common = shlex.split(a.extra) + (["--trainer.max_epochs", str(a.epochs)] if a.epochs else [])
     arms = {"off": [*common, "--data.plot_batches", "0"], "on": common}
     with tempfile.TemporaryDirectory(prefix="lucid-plot-overhead-") as tmp:
