@@ -154,6 +154,9 @@ class DataConfig(StrictModel):
         False, description="train on the rest when image files are unreadable or truncated (listed in bad_images.txt)"
     )
     mosaic: bool = True
+    plot_batches: int = Field(
+        3, ge=0, description="batches drawn into the run folder: train_batch*.jpg, val_batch*_labels/_pred.jpg; 0: none"
+    )
     augment: AugmentOverrides = Field(default_factory=AugmentOverrides)
     synthetic_images: int = Field(240, gt=1, description="size of the built-in synthetic set (no data_root)")
     train_split: str = "train"

@@ -62,6 +62,23 @@ def keypoint_flip_idx(names: list[str]) -> list[int]:
     return flip
 
 
+def keypoint_skeleton(data: dict[str, Any], cat_ids: list[int], k: int | None) -> list[list[int]] | None:
+    """The limbs of a pose file's first keypoint category as 0-based point pairs, or ``None`` when it declares none.
+
+    COCO numbers the points of a ``skeleton`` pair from 1. A pair naming a point
+    outside ``1..K`` is left out rather than refused: the skeleton is only drawn,
+    and a schema's drawing is no reason to stop its training.
+    """
+    if not k or not cat_ids:
+        return None
+    cat = next((c for c in data["categories"] if int(c["id"]) == cat_ids[0]), {})
+    pairs = cat.get("skeleton")
+    if not isinstance(pairs, list):
+        return None
+    return [[int(p[0]) - 1, int(p[1]) - 1] for p in pairs
+            if isinstance(p, list | tuple) and len(p) == 2 and all(isinstance(v, int) and 1 <= v <= k for v in p)]
+
+
 def coco_categories(data: dict[str, Any], fields: tuple[str, ...], ann_file: Path) -> tuple[list[int], list[str], list[str] | None]:
     """Sorted category ids, names and (pose) keypoint names of a COCO file."""
     cats = data["categories"]
@@ -141,6 +158,7 @@ def read_coco(
         if cid not in label_of:  # pose file may hold non-keypoint categories
             continue
         per_image[j].append(ann)
+    skeleton = keypoint_skeleton(data, cat_ids, k)
     del data
 
     builder = SourceBuilder(fields, num_keypoints=k)
@@ -163,6 +181,7 @@ def read_coco(
         class_names=class_names,
         category_ids=cat_ids,
         flip_idx=flip,
+        skeleton=skeleton,
         ann_file=ann_file,
         name=name or str(ann_file),
         layout=layout,

@@ -39,6 +39,9 @@ class ImageSource:
         num_keypoints: K when keypoints are read, else ``None``.
         flip_idx: horizontal-flip permutation of the K keypoints;
             ``None`` means flipping is not allowed.
+        skeleton: the limbs of the keypoint schema as 0-based ``(a, b)`` point
+            pairs when the data declares them (COCO categories' ``skeleton``),
+            else ``None``; used to draw targets and predictions only.
         ann_file: the COCO JSON this split was read from, if any (evaluation
             reuses it so crowd and RLE annotations count as in pycocotools).
         name: short human-readable description (root and split).
@@ -79,12 +82,14 @@ class ImageSource:
         ann_file: Path | None = None,
         name: str = "",
         layout: str = "",
+        skeleton: list[list[int]] | None = None,
     ) -> None:
         self.fields = tuple(fields)
         self.class_names = list(class_names)
         self.category_ids = [int(c) for c in category_ids]
         self.num_keypoints = num_keypoints
         self.flip_idx = None if flip_idx is None else [int(i) for i in flip_idx]
+        self.skeleton = None if skeleton is None else [[int(a), int(b)] for a, b in skeleton]
         self.ann_file = ann_file
         self.name = name
         self.layout = layout
@@ -205,6 +210,7 @@ class ImageSource:
             boxes=kept.boxes, labels=kept.labels, difficult=kept.difficult, extra=kept.extra,
             image_extra={k: v[keep] for k, v in self._image_extra.items()}, num_keypoints=self.num_keypoints,
             flip_idx=self.flip_idx, ann_file=self.ann_file, name=self.name, layout=self.layout,
+            skeleton=self.skeleton,
         )
         out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
         out.fit_checks = self.fit_checks
@@ -314,6 +320,7 @@ class SourceBuilder:
         ann_file: Path | None = None,
         name: str = "",
         layout: str = "",
+        skeleton: list[list[int]] | None = None,
     ) -> ImageSource:
         """Pack everything added so far into an :class:`ImageSource`."""
         template, _ = Targets.empty_for_fields(self.fields, self.num_keypoints).split_image_targets()
@@ -343,4 +350,5 @@ class SourceBuilder:
             ann_file=ann_file,
             name=name,
             layout=layout,
+            skeleton=skeleton,
         )

@@ -6,18 +6,49 @@ run without opening ``results.csv``: the epoch, the training loss terms, the lr,
 the training throughput (images per second of the training loop, validation
 excluded), the validation metrics of that epoch and its duration, and the
 elapsed and remaining wall time. One more line says when the first training
-step is done: the start-up a short run waits for.
+step is done: the start-up a short run waits for. Within an epoch, a progress
+line every :data:`PROGRESS_EVERY_S` seconds (batches done of the total, images
+per second, the epoch's remaining time; the same for a long validation), so the
+log of a COCO-size epoch never looks hung.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
+
+PROGRESS_EVERY_S = 30.0
+"""Seconds between two progress lines within an epoch (the issue asks for at least one a minute).
+
+``LUCIDYOLO_PROGRESS_EVERY_S`` overrides it (a test's short fit sets it to 0: a line after every batch)."""
+
+PROGRESS_ENV = "LUCIDYOLO_PROGRESS_EVERY_S"
+
+
+def progress_every_s() -> float:
+    """:data:`PROGRESS_EVERY_S`, or the environment's override when it is a number >= 0."""
+    try:
+        value = float(os.environ.get(PROGRESS_ENV, ""))
+    except ValueError:
+        return PROGRESS_EVERY_S
+    return value if value >= 0 else PROGRESS_EVERY_S
+
+
+def progress_line(what: str, done: int, total: float, images: int, seconds: float, scope: str = "epoch") -> str:
+    """``"progress: {what}, batch 12/7330 | 41.3 img/s | ~1:02:03 left in the {scope}"`` (``total`` may be inf:
+    no count and no estimate)."""
+    parts = [f"progress: {what}, batch {done}/{int(total) if math.isfinite(total) else '?'}"]
+    if seconds > 0 and images:
+        parts.append(f"{images / seconds:.1f} img/s")
+    if math.isfinite(total) and done and seconds > 0:
+        parts.append(f"~{clock(seconds / done * max(total - done, 0))} left in the {scope}")
+    return " | ".join(parts)
 
 
 def clock(seconds: float) -> str:
@@ -52,6 +83,9 @@ class EpochLines(Callback):
         self._val_start = 0.0
         self._val_s: float | None = None
         self._stepped = False
+        self.every = progress_every_s()
+        self._said = 0.0
+        self._val_batches = 0
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._fit_start = time.perf_counter()
@@ -61,19 +95,43 @@ class EpochLines(Callback):
         self._epoch_start = time.perf_counter()
         self._train_s = None
         self._batches = 0
+        self._said = self._epoch_start
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
         self._batches += 1
-        if not self._stepped and trainer.is_global_zero:
+        if not trainer.is_global_zero:
+            return
+        now = time.perf_counter()
+        if not self._stepped:
             # start-up (workers, first batch, first graph) is what a short run waits for: say when it ends
             self._stepped = True
-            self.emit(f"first training step done {time.perf_counter() - self._fit_start:.1f} s after the fit started")
+            self._said = now
+            self.emit(f"first training step done {now - self._fit_start:.1f} s after the fit started")
+        elif now - self._said >= self.every:
+            self._said = now
+            images = self._batches * self.batch_size * max(int(trainer.world_size or 1), 1)
+            self.emit(progress_line(f"epoch {trainer.current_epoch + 1}/{int(trainer.max_epochs or 0)}",
+                                    self._batches, float(trainer.num_training_batches), images,
+                                    now - self._epoch_start))
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking:
-            self._val_start = time.perf_counter()
+            self._val_start = self._said = time.perf_counter()
+            self._val_batches = 0
             if self._train_s is None:
                 self._train_s = self._val_start - self._epoch_start  # Lightning validates inside the epoch
+
+    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
+        self._val_batches += 1
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        now = time.perf_counter()
+        if now - self._said >= self.every:
+            self._said = now
+            total = trainer.num_val_batches[0] if trainer.num_val_batches else math.inf
+            images = self._val_batches * self.batch_size  # this rank's share of the split
+            self.emit(progress_line(f"validation of epoch {trainer.current_epoch + 1}", self._val_batches,
+                                    float(total), images, now - self._val_start, scope="validation"))
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking:

@@ -171,6 +171,20 @@ def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:
     return summary_line(stats, png)
 
 
+def _batch_images(spec: TaskSpec, cfg: RunConfig, run: Any, train_src: Any, log: Callable[[str], None]) -> Any:
+    """The callback drawing ``data.plot_batches`` batches into the run folder, or ``None`` (with a line saying why
+    when the task cannot draw its targets)."""
+    from lucidyolo.engine.batch_images import batch_images_callback
+    from lucidyolo.engine.build import dataset_meta
+
+    if cfg.data.plot_batches > 0 and (missing := spec.missing_hooks("draw", "target_rows")):
+        log(f"batch images: task {spec.name!r} provides no {' / '.join(missing)} hook, so none are drawn")
+    return batch_images_callback(
+        cfg.data.plot_batches, run.path, draw=spec.draw, target_rows=spec.target_rows, predict=spec.predict,
+        class_names=list(train_src.class_names), meta=dataset_meta(spec, train_src),
+    )
+
+
 def _silent(message: str) -> None:
     """The default ``log``: the Python API prints nothing unless asked."""
 
@@ -295,9 +309,10 @@ def _train(
             leftover.unlink(missing_ok=True)
     if is_global_rank_zero() and not run.pending:
         writing(lambda: (run.path / "config.yaml").write_text(config_to_yaml(cfg)), run.path / "config.yaml", run, spec.name)
+    pictures = _batch_images(spec, cfg, run, train_src, log) if is_global_rank_zero() and not run.pending else None
     trainer, checkpoint_cb = make_trainer(
         spec, cfg, run, cuda=cuda, progress_bar=progress_bar,
-        extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or [])],
+        extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or []), *([pictures] if pictures else [])],
         epoch_log=None if log is _silent else log,
     )
     shown_dir = "rank 0's run dir" if run.pending else f"run dir {run.path}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import colorsys
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,11 @@ def class_colour(label: int) -> tuple[int, int, int]:
     return int(r * 255), int(g * 255), int(b * 255)
 
 
+def caption(name: str, score: float) -> str:
+    """"name score", or the name alone for a label (a target row's score is NaN: it has none)."""
+    return name if math.isnan(score) else f"{name} {score:.2f}"
+
+
 def draw_boxes(image: np.ndarray, boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray,
                names: Sequence[str]) -> Image.Image:
     """Boxes ``(N, 4)`` xyxy in image pixels with "name score" captions on an ``(H, W, 3)`` uint8 image."""
@@ -26,11 +32,11 @@ def draw_boxes(image: np.ndarray, boxes: np.ndarray, scores: np.ndarray, labels:
         colour = class_colour(int(label))
         draw.rectangle(box, outline=colour, width=width)
         name = names[int(label)] if 0 <= int(label) < len(names) else str(int(label))
-        caption = f"{name} {score:.2f}"
+        text = caption(name, score)
         x, y = box[0], max(0.0, box[1] - 11)
-        tw = draw.textlength(caption)
+        tw = draw.textlength(text)
         draw.rectangle((x, y, x + tw + 4, y + 11), fill=colour)
-        draw.text((x + 2, y), caption, fill=(0, 0, 0))
+        draw.text((x + 2, y), text, fill=(0, 0, 0))
     return out
 
 
@@ -92,18 +98,20 @@ def keypoint_sides(k: int, flip_idx: Sequence[int] | None) -> list[str]:
 
 
 def draw_keypoints(image: np.ndarray, points: np.ndarray, flip_idx: Sequence[int] | None = None,
-                   threshold: float = 0.5) -> Image.Image:
+                   threshold: float = 0.5, skeleton: Sequence[Sequence[int]] | None = None) -> Image.Image:
     """Skeletons on an ``(H, W, 3)`` uint8 image: ``points (N, K, 3)`` ``[x, y, confidence]`` in image pixels.
 
-    Points below ``threshold`` are not drawn, nor are limbs touching them; limbs
-    are drawn for the 17-point COCO person schema (other schemas publish none).
+    Points below ``threshold`` are not drawn, nor are limbs touching them. The
+    limbs are ``skeleton`` (0-based point pairs) when the data declares one,
+    else those of the 17-point COCO person schema for 17 points, else none.
     """
     out = Image.fromarray(image)
     draw = ImageDraw.Draw(out)
     n, k = points.shape[:2] if points.ndim == 3 else (0, 0)
     sides = keypoint_sides(k, flip_idx)
     radius = max(2, round(max(image.shape[:2]) / 200))
-    limbs = COCO_PERSON_SKELETON if k == 17 else ()
+    limbs = [(int(a), int(b)) for a, b in skeleton if max(a, b) < k] if skeleton is not None else (
+        COCO_PERSON_SKELETON if k == 17 else ())
     for inst in points.reshape(n, k, 3):
         shown = inst[:, 2] >= threshold
         for a, b in limbs:
@@ -129,10 +137,10 @@ def draw_rotated(image: np.ndarray, polygons: np.ndarray, scores: np.ndarray, la
         colour = class_colour(int(label))
         draw.line([*map(tuple, quad), tuple(quad[0])], fill=colour, width=width)
         name = names[int(label)] if 0 <= int(label) < len(names) else str(int(label))
-        caption = f"{name} {score:.2f}"
+        text = caption(name, score)
         x, y = min(quad, key=lambda p: p[1])
         y = max(0.0, y - 11)
-        tw = draw.textlength(caption)
+        tw = draw.textlength(text)
         draw.rectangle((x, y, x + tw + 4, y + 11), fill=colour)
-        draw.text((x + 2, y), caption, fill=(0, 0, 0))
+        draw.text((x + 2, y), text, fill=(0, 0, 0))
     return out

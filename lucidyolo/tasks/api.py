@@ -106,6 +106,16 @@ Commands
 ``draw(image, predictions, class_names) -> PIL.Image.Image``
     Draws :attr:`predict`'s dicts on an ``(H, W, 3)`` uint8 RGB image.
 
+``target_rows(gt, image_hw, class_names, meta) -> list[list[dict]]`` (optional, API 2.3)
+    A packed batch's ground truth as the dicts :attr:`draw` takes, so the run
+    folder's ``train_batch*.jpg`` and ``val_batch*_labels.jpg`` draw targets
+    with the task's own drawing: ``gt`` the padded ground truth of
+    :func:`~lucidyolo.structures.packed.unpack` on the CPU, ``image_hw`` the
+    network input ``(S, S)``; one list per image of the batch, in
+    network-input pixels, ``"score"`` NaN (a label has no score: the built-in
+    drawers caption it with the class name alone). ``None``: no batch images
+    for the task (``lucid fit`` says so once).
+
 ``export``: an :class:`ExportSpec` (named ONNX outputs and an onnxruntime
     parity check of the deployed graph).
 
@@ -180,7 +190,7 @@ from typing import Any
 
 from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 2)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 3)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -328,10 +338,12 @@ class TaskSpec:
     YAML presets (found by bare name like the packaged ones). ``label_stats``
     (optional, API 2.2) returns the task's own panels of ``labels.png`` (keypoint
     visibility, angles, polygon vertices) as plain histogram / bar data.
-    ``matches`` (optional) returns what the epoch metric matched, for the
-    curves and confusion matrices. ``label_lines`` and ``coco_results``
+    ``matches`` (optional, API 2.3) returns what the epoch metric matched, for
+    the curves and confusion matrices. ``label_lines`` and ``coco_results``
     (optional) write ``lucid predict --save-txt`` rows and ``--save-json``
-    COCO results from the ``predict`` dicts. See the
+    COCO results from the ``predict`` dicts (API 2.3).
+    ``target_rows`` (optional, API 2.3) turns a batch's ground truth into
+    ``draw``'s dicts for the run folder's batch images. See the
     module docstring for each hook's contract and tensor shapes.
     """
 
@@ -368,10 +380,12 @@ class TaskSpec:
     matches: Callable[..., Any] | None = None
     label_lines: Callable[..., Any] | None = None
     coco_results: Callable[..., Any] | None = None
+    target_rows: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
         "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches", "label_lines", "coco_results",
+        "target_rows",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -66,6 +66,7 @@ SPEC = TaskSpec(
     draw=lazy_hook(f"{_HOOKS}:draw"),
     label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
     coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
+    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
     export=ExportSpec(
         outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
     ),

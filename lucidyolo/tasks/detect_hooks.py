@@ -138,6 +138,21 @@ def predict(decoded: Tensor, image_hw: tuple[int, int], letterbox: tuple[float, 
     ]
 
 
+def target_rows(gt: Mapping[str, Tensor], class_names: Sequence[str], **_: Any) -> list[list[dict[str, Any]]]:
+    """A padded batch's ground truth as :func:`predict`'s dicts, one list per image, in network-input pixels.
+
+    ``gt["boxes"] (B, M, 4)`` xyxy, ``labels (B, M)``, ``mask (B, M)``; a row per
+    real slot in slot order, ``"score"`` NaN (a label has none: drawn as its name alone).
+    """
+    boxes, labels, valid = gt["boxes"].double().cpu().numpy(), gt["labels"].cpu().numpy(), gt["mask"].cpu().numpy()
+    return [
+        [{"box": [float(v) for v in boxes[b, j]], "score": float("nan"), "label": int(labels[b, j]),
+          "name": class_names[int(labels[b, j])] if 0 <= int(labels[b, j]) < len(class_names) else str(int(labels[b, j]))}
+         for j in np.flatnonzero(valid[b])]
+        for b in range(valid.shape[0])
+    ]
+
+
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
     from lucidyolo.predict.draw import draw_boxes
 

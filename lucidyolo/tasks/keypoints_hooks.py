@@ -230,15 +230,34 @@ def predict(decoded: KeypointDetections, image_hw: tuple[int, int], letterbox: t
     return rows
 
 
+def target_rows(gt: Mapping[str, Tensor], class_names: Sequence[str], **_: Any) -> list[list[dict[str, Any]]]:
+    """Detection's target dicts plus ``"keypoints"``: ``[[x, y, 1 or 0], ...]``, 1 where the point is labelled.
+
+    ``gt["keypoints"] (B, M, K, 2)`` input pixels, ``visibility (B, M, K)`` (0 absent,
+    1 occluded, 2 visible): a labelled point gets confidence 1 and is drawn, an absent one 0 and is not.
+    """
+    rows = detect_hooks.target_rows(gt=gt, class_names=class_names)
+    valid = gt["mask"].cpu().numpy()
+    points = torch.cat([gt["keypoints"].double(), (gt["visibility"] > 0).double()[..., None]], -1).cpu().numpy()
+    for b, image_rows in enumerate(rows):
+        for row, j in zip(image_rows, np.flatnonzero(valid[b]), strict=True):
+            row["keypoints"] = points[b, j].tolist()
+    return rows
+
+
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str],
          meta: Mapping[str, Any] | None = None, **_: Any) -> Any:
-    """Detection's boxes and captions, then each skeleton: points coloured by side, hidden below the threshold."""
+    """Detection's boxes and captions, then each skeleton: points coloured by side, hidden below the threshold;
+    the limbs are the data's ``skeleton`` when it declares one."""
     from lucidyolo.predict.draw import draw_keypoints
 
     boxed = detect_hooks.draw(image=image, predictions=predictions, class_names=class_names)
-    points = np.array([p["keypoints"] for p in predictions], dtype=np.float64)
-    return draw_keypoints(np.asarray(boxed), points.reshape(len(predictions), -1, 3),
-                          flip_idx=(meta or {}).get("flip_idx"), threshold=CONFIDENCE_THRESHOLD)
+    # no prediction (nothing above the threshold) is an empty (0, 0, 3) array, which has no K to reshape by
+    points = np.array([p["keypoints"] for p in predictions], dtype=np.float64).reshape(len(predictions), -1, 3) \
+        if predictions else np.zeros((0, 0, 3))
+    meta = meta or {}
+    return draw_keypoints(np.asarray(boxed), points,
+                          flip_idx=meta.get("flip_idx"), threshold=CONFIDENCE_THRESHOLD, skeleton=meta.get("skeleton"))
 
 
 VISIBLE, NOT_LABELLED = 2.0, 0.0

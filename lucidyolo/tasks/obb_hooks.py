@@ -256,6 +256,25 @@ def predict(decoded: Tensor, image_hw: tuple[int, int], letterbox: tuple[float, 
     return _rows_to_dicts(decoded, letterbox, class_names, conf=max(conf, 1e-9))
 
 
+def target_rows(gt: Mapping[str, Tensor], class_names: Sequence[str], **_: Any) -> list[list[dict[str, Any]]]:
+    """``gt["rboxes"] (B, M, 5)`` as :func:`predict`'s dicts (``rbox``, ``polygon``, ``box``), ``"score"`` NaN."""
+    from lucidyolo.structures.geometry import rbox_to_corners
+
+    rboxes, labels, valid = gt["rboxes"].double().cpu().numpy(), gt["labels"].cpu().numpy(), gt["mask"].cpu().numpy()
+    out: list[list[dict[str, Any]]] = []
+    for b in range(valid.shape[0]):
+        keep = np.flatnonzero(valid[b])
+        quads = rbox_to_corners(rboxes[b, keep]).astype(np.float64).reshape(-1, 4, 2)
+        out.append([
+            {"rbox": [float(v) for v in rboxes[b, j]], "polygon": quad.tolist(),
+             "box": [*quad.min(axis=0).tolist(), *quad.max(axis=0).tolist()], "score": float("nan"),
+             "label": int(labels[b, j]),
+             "name": class_names[int(labels[b, j])] if 0 <= int(labels[b, j]) < len(class_names) else str(int(labels[b, j]))}
+            for j, quad in zip(keep, quads, strict=True)
+        ])
+    return out
+
+
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
     """The rotated quadrilaterals with "name score" captions."""
     from lucidyolo.predict.draw import draw_rotated

@@ -150,6 +150,19 @@ def predict(decoded: MaskDetections, image_hw: tuple[int, int], letterbox: tuple
     return rows
 
 
+def target_rows(gt: Mapping[str, Tensor], image_hw: tuple[int, int], class_names: Sequence[str],
+                **_: Any) -> list[list[dict[str, Any]]]:
+    """Detection's target dicts plus ``"mask"``: each instance's rings (crowd: its box) as one RLE in the input frame."""
+    from lucidyolo.metrics.mask_assembly import gt_instance_rles
+
+    rows = detect_hooks.target_rows(gt=gt, class_names=class_names)
+    rles = gt_instance_rles({k: v.cpu() for k, v in gt.items()}, int(image_hw[0]), int(image_hw[1]))
+    for image_rows, image_rles in zip(rows, rles, strict=True):
+        for row, rle in zip(image_rows, image_rles, strict=True):
+            row["mask"] = rle
+    return rows
+
+
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
     """Filled translucent masks with their outlines under detection's boxes and captions."""
     from lucidyolo.predict.draw import draw_masks

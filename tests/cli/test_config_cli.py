@@ -101,7 +101,7 @@ def test_every_packaged_preset_resolves(lucid):
         assert cfg["model"]["task"] == task and cfg["seed"] == 0 and cfg["trainer"]["deterministic"] is True
 
 
-def test_help_and_plugins_do_not_import_torch():
+def test_help_and_plugins_do_not_import_torch_or_matplotlib():
     code = (
         "import sys\n"
         "from lucidyolo.cli.app import app\n"
@@ -110,7 +110,7 @@ def test_help_and_plugins_do_not_import_torch():
         "        app(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "heavy = sorted(m for m in ('torch', 'pytorch_lightning', 'lightning', 'torchvision') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('torch', 'pytorch_lightning', 'lightning', 'torchvision', 'matplotlib') if m in sys.modules)\n"
         "print('HEAVY=' + ','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -20,7 +20,8 @@ def run(tmp_path_factory):
     from tests.conftest import run_lucid
 
     base = tmp_path_factory.mktemp("fit")
-    env = {"LUCIDYOLO_CACHE_DIR": str(base / "cache")}
+    # a progress line after every batch (the default is one every 30 s): the short fit shows them all
+    env = {"LUCIDYOLO_CACHE_DIR": str(base / "cache"), "LUCIDYOLO_PROGRESS_EVERY_S": "0"}
     r = run_lucid("fit", "det", *TINY, "--trainer.default_root_dir", str(base / "runs"), env=env, cwd=base)
     assert r.returncode == 0, r.stderr[-3000:]
     return {"base": base, "env": env, "run_dir": base / "runs" / "version_0", "stdout": r.stdout, "stderr": r.stderr}
@@ -98,6 +99,27 @@ def test_a_piped_run_prints_one_line_per_epoch_and_no_known_noise(run):
         assert re.search(r"\| [0-9.]+ img/s \|", line) and re.search(r"elapsed, ~\d+:\d\d left$", line)
     assert "on_after_batch_transfer" not in run["stdout"] + run.get("stderr", "")
     assert "Tip:" not in run["stdout"]
+
+
+def test_a_piped_run_prints_progress_lines_within_each_epoch(run):
+    """19 training images at batch 8: 3 batches an epoch (the first batch of the fit has its own line)."""
+    import re
+
+    seen = re.findall(r"^progress: epoch (\d)/2, batch (\d+)/(\d+) \| [0-9.]+ img/s \| ~\d+:\d\d left in the epoch$",
+                      run["stdout"], re.M)
+    assert seen == [("1", "2", "3"), ("1", "3", "3"), ("2", "1", "3"), ("2", "2", "3"), ("2", "3", "3")], run["stdout"]
+    assert re.findall(r"^progress: validation of epoch (\d), batch 1/1 \|", run["stdout"], re.M) == ["1", "2"]
+
+
+def test_fit_writes_batch_images_with_labels_and_predictions(run):
+    """19 training images in batches of 8, 8 and 3 (3 x 3, 3 x 3 and 2 x 2 grids of 128 px tiles) and the one
+    validation batch of 5 (3 x 2)."""
+    from tests.engine.batch_pictures import batch_picture_sizes
+
+    assert batch_picture_sizes(run["run_dir"]) == {
+        "train_batch0.jpg": (384, 384), "train_batch1.jpg": (384, 384), "train_batch2.jpg": (256, 256),
+        "val_batch0_labels.jpg": (384, 256), "val_batch0_pred.jpg": (384, 256),
+    }
 
 
 def test_eval_numbers_equal_pycocotools_on_the_saved_json(run, lucid):

@@ -28,7 +28,8 @@ def run(tmp_path_factory):
                   env=env, cwd=base)
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = base / "runs" / "version_0"
-    return {"base": base, "env": env, "data": data, "run_dir": run_dir, "ckpt": run_dir / "checkpoints" / "last.ckpt"}
+    return {"base": base, "env": env, "data": data, "run_dir": run_dir, "ckpt": run_dir / "checkpoints" / "last.ckpt",
+            "stdout": r.stdout}
 
 
 def test_fit_logs_keypoint_terms_and_the_oks_column(run):
@@ -50,6 +51,8 @@ def test_fit_logs_keypoint_terms_and_the_oks_column(run):
     assert ckpt["lucid"]["config"]["model"]["task"] == "keypoints"
     assert ckpt["lucid"]["dataset_meta"]["num_keypoints"] == K  # 'auto' read the data
     assert ckpt["lucid"]["dataset_meta"]["flip_idx"] == [0, 2, 1, 4, 3, 6, 5]
+    # the synthetic COCO file's person category declares its limbs 1-based: (1, 2), (1, 3), ... (5, 7)
+    assert ckpt["lucid"]["dataset_meta"]["skeleton"] == [[0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6]]
 
 
 def test_predict_writes_keypoints_in_original_pixels_and_drawings(run, lucid):
@@ -110,3 +113,13 @@ def test_the_pose_alias_reads_a_yolo_root(run, lucid, tmp_path):
               "--trainer.default_root_dir", str(tmp_path / "runs"), env=run["env"], cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "= 5" in r.stderr and f"declares {K} keypoints" in r.stderr
+
+
+def test_fit_writes_batch_pictures_drawn_by_the_task(run):
+    """Training batches with their keypoints and the data's skeleton, validation batches with labels and
+    predictions: whole JPEGs."""
+    from tests.engine.batch_pictures import batch_picture_sizes, expected_batch_pictures
+
+    sizes = batch_picture_sizes(run["run_dir"])
+    assert set(sizes) == expected_batch_pictures(run["stdout"], batch_size=4)
+    assert all(min(size) >= 128 for size in sizes.values())  # at least one 128 px tile each

@@ -27,7 +27,8 @@ def run(tmp_path_factory):
                   env=env, cwd=base)
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = base / "runs" / "version_0"
-    return {"base": base, "env": env, "data": data, "run_dir": run_dir, "ckpt": run_dir / "checkpoints" / "last.ckpt"}
+    return {"base": base, "env": env, "data": data, "run_dir": run_dir, "ckpt": run_dir / "checkpoints" / "last.ckpt",
+            "stdout": r.stdout}
 
 
 def test_fit_logs_the_rotated_terms_and_metrics(run):
@@ -109,3 +110,12 @@ def test_obb_refuses_more_than_one_device(run, lucid):
     r = lucid("fit", "obb", "--data-root", str(run["data"]), "--trainer.devices", "2", "--print-config",
               env=run["env"])
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_fit_writes_batch_pictures_drawn_by_the_task(run):
+    """Training batches with their rotated boxes, validation batches with labels and predictions: whole JPEGs."""
+    from tests.engine.batch_pictures import batch_picture_sizes, expected_batch_pictures
+
+    sizes = batch_picture_sizes(run["run_dir"])
+    assert set(sizes) == expected_batch_pictures(run["stdout"], batch_size=4)
+    assert all(min(size) >= 128 for size in sizes.values())  # at least one 128 px tile each

@@ -112,3 +112,12 @@ def test_export_onnx_with_prototypes_passes_the_parity_check(run, lucid):
     assert [o.name for o in graph.output] == ["detections", "coeffs", "protos"]
     ops = {n.op_type for n in graph.node}
     assert "TopK" in ops and "NonMaxSuppression" not in ops
+
+
+def test_fit_writes_batch_pictures_drawn_by_the_task(run):
+    """Training batches with their masks, validation batches with labels and predictions: whole JPEGs."""
+    from tests.engine.batch_pictures import batch_picture_sizes, expected_batch_pictures
+
+    sizes = batch_picture_sizes(run["run_dir"])
+    assert set(sizes) == expected_batch_pictures(run["stdout"], batch_size=8)
+    assert all(min(size) >= 128 for size in sizes.values())  # at least one 128 px tile each

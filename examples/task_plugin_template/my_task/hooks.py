@@ -90,6 +90,14 @@ def draw(image: Any, predictions: list[dict[str, Any]], class_names: list[str], 
     raise _todo("draw")
 
 
+def target_rows(gt: Any, image_hw: Any, class_names: list[str], meta: dict[str, Any], **_: Any) -> list[list[dict[str, Any]]]:
+    """A batch's ground truth as ``draw``'s dicts, one list per image (network-input pixels, ``"score"`` NaN), optional.
+
+    With it and ``draw``, ``lucid fit`` writes ``train_batch*.jpg`` and ``val_batch*_labels/_pred.jpg``.
+    """
+    raise _todo("target_rows")
+
+
 def transfer_weights(source: dict[str, Any], target: dict[str, Any], class_map: list[int], source_meta: dict[str, Any],
                      meta: dict[str, Any], **_: Any) -> dict[str, Any]:
     """Tensors of your own that need more than the generic rule (e.g. per-keypoint rows): ``{name: tensor or reason}``."""

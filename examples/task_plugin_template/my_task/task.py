@@ -79,6 +79,8 @@ SPEC = TaskSpec(
     evaluate=_hook("evaluate"),
     predict=_hook("predict"),
     draw=_hook("draw"),
+    # Optional: the ground truth as `draw`'s dicts, for the run folder's batch pictures.
+    target_rows=_hook("target_rows"),
     # Optional: `--model.weights` for tensors the generic name/shape/class-row rule cannot map.
     transfer_weights=_hook("transfer_weights"),
     # Optional: your own panels of `lucid fit`'s labels.png (e.g. a per-field histogram).

@@ -119,16 +119,26 @@ def label_lines(predictions: Sequence[Mapping[str, Any]], **_: Any) -> list[str]
     from lucidyolo.predict.label_lines import format_line
 
     return [format_line(int(p["label"]), (), p["score"]) for p in predictions]
+def target_rows(gt: Mapping[str, Tensor], class_names: Sequence[str], **_: Any) -> list[list[dict[str, Any]]]:
+    """Each image's labelled class (``gt["image_class"] (B,)``, -1 unknown: no row) as a :func:`predict` dict,
+    ``"score"`` NaN (a label has none)."""
+    return [
+        [{"rank": 1, "label": int(c), "name": class_names[int(c)] if int(c) < len(class_names) else str(int(c)),
+          "score": float("nan")}] if int(c) >= 0 else []
+        for c in gt[NAME].cpu().tolist()
+    ]
 
 
 def draw(image: np.ndarray, predictions: Sequence[Mapping[str, Any]], class_names: Sequence[str], **_: Any) -> Any:
-    """The top classes written in the image's top-left corner."""
+    """The top classes written in the image's top-left corner (a label, whose score is NaN, by its name alone)."""
+    import math
+
     from PIL import Image, ImageDraw
 
     out = Image.fromarray(image)
     d = ImageDraw.Draw(out)
     for i, p in enumerate(predictions[:3]):
-        text = f"{p['name']} {p['score']:.2f}"
+        text = p["name"] if math.isnan(p["score"]) else f"{p['name']} {p['score']:.2f}"
         d.rectangle((0, 12 * i, d.textlength(text) + 4, 12 * i + 11), fill=(0, 0, 0))
         d.text((2, 12 * i), text, fill=(255, 255, 255))
     return out

@@ -25,7 +25,7 @@ SPEC = TaskSpec(
     description="one class per image (class folders: root/{train,val}/<class_name>/*.jpg)",
     config_model=ClsModelConfig,
     capabilities=TaskCapabilities(multi_device=True, export=True),
-    api_version=(2, 0),
+    api_version=(2, 3),
     fields=("image_class",),
     loss_terms=("ce",),
     metrics=MetricSpec(
@@ -49,5 +49,6 @@ SPEC = TaskSpec(
     predict=lazy_hook(f"{_HOOKS}:predict"),
     draw=lazy_hook(f"{_HOOKS}:draw"),
     label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
+    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
     export=ExportSpec(outputs=("probs",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")),
 )

@@ -63,6 +63,15 @@ def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     assert sum(num_gt) == 8  # one ground truth per validation image
     # rows (true classes) account for every image once: right, confused with a class, or below the threshold
     assert [sum(row) for row in curves["confusion_matrix"][:-1]] == num_gt
+    # batch pictures through the plugin's target_rows and draw: 24 train / 8 val images, batches of 16
+    from PIL import Image
+
+    pictures = sorted(p.name for p in run.glob("*_batch*.jpg"))
+    assert pictures == ["train_batch0.jpg", "train_batch1.jpg", "val_batch0_labels.jpg", "val_batch0_pred.jpg"]
+    for name in pictures:
+        with Image.open(run / name) as im:
+            assert im.format == "JPEG"
+            im.load()  # every byte decoded: a truncated file fails
     print(f"one epoch of lucid fit cls: {wall:.1f} s wall")
 
     report_path = tmp_path / "report.json"
@@ -124,7 +133,7 @@ def test_fit_from_a_cls_weights_file_maps_the_classifier_rows_by_class_name(tmp_
 
     root = write_class_folders(tmp_path / "shapes", 16, 64, seed=0)
     args = ("--config", "cls_nano_synthetic.yaml", "--trainer.max_epochs", "1", "--data.num_workers", "0",
-            "--trainer.default_root_dir", str(tmp_path / "runs"))
+            "--trainer.default_root_dir", str(tmp_path / "runs"), "--data.plot_batches", "0")
     first = lucid("fit", "cls", "--data-root", str(root), *args, cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     ckpt = tmp_path / "runs" / "version_0" / "checkpoints" / "last.ckpt"
@@ -142,6 +151,7 @@ def test_fit_from_a_cls_weights_file_maps_the_classifier_rows_by_class_name(tmp_
     assert "classes: 4 of 5 matched by name (circle, cross, square, triangle); new: diamond" in second.stdout
     report = json.loads((tmp_path / "runs" / "version_1" / "transfer.json").read_text())
     assert report["tensors"]["class_rows_mapped"] == ["fc.weight", "fc.bias"]
+    assert not list((tmp_path / "runs").glob("*/*_batch*.jpg"))  # --data.plot_batches 0: no batch picture
     assert [m["from_index"] for m in report["classes"]["mapping"]] == [0, 1, None, 2, 3]
     start = torch.load(tmp_path / "w.pt", weights_only=True)["state_dict"]["model.fc.bias"]
     assert start.shape == (4,)
