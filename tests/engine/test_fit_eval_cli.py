@@ -218,7 +218,7 @@ def test_predict_refuses_a_source_that_is_not_an_image(run, lucid, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello")
     r = lucid("predict", "--checkpoint", str(run["run_dir"] / "checkpoints" / "last.ckpt"), "--source", str(text))
-    assert r.returncode == 2 and "not an image" in r.stderr
+    assert r.returncode == 2 and "is neither an image" in r.stderr and "a video" in r.stderr
 
 
 def test_export_writes_an_nms_free_onnx_graph_that_onnxruntime_reproduces(run, lucid):
