@@ -140,48 +140,31 @@ class SyncBatchNorm2d(BatchNorm2d):
         )
 
 
+def _swap_batchnorm(module: nn.Module, source: type[nn.Module], target: type[nn.Module]) -> nn.Module:
+    """``module`` with every ``source`` BatchNorm (not exactly a ``target`` already) replaced by a ``target`` holding
+    the same parameters and buffers; in place below the root, which is returned (itself swapped if it matches)."""
+    if isinstance(module, source) and type(module) is not target:
+        out = target(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+        out.weight, out.bias = module.weight, module.bias
+        out.running_mean, out.running_var = module.running_mean, module.running_var
+        out.num_batches_tracked = module.num_batches_tracked
+        out.train(module.training)
+        return out
+    for name, child in module.named_children():
+        new = _swap_batchnorm(child, source, target)
+        if new is not child:
+            setattr(module, name, new)
+    return module
+
+
 def convert_sync_batchnorm(module: nn.Module) -> nn.Module:
     """``module`` with every ``nn.BatchNorm2d`` replaced by :class:`SyncBatchNorm2d` sharing its parameters and buffers.
 
     In place below the root (children are swapped); returns the root, itself swapped if it is a BatchNorm.
     """
-    if isinstance(module, nn.BatchNorm2d) and not isinstance(module, SyncBatchNorm2d):
-        out = SyncBatchNorm2d(
-            module.num_features,
-            module.eps,
-            module.momentum,
-            module.affine,
-            module.track_running_stats,
-        )
-        out.weight, out.bias = module.weight, module.bias
-        out.running_mean, out.running_var = module.running_mean, module.running_var
-        out.num_batches_tracked = module.num_batches_tracked
-        out.train(module.training)
-        return out
-    for name, child in module.named_children():
-        new = convert_sync_batchnorm(child)
-        if new is not child:
-            setattr(module, name, new)
-    return module
+    return _swap_batchnorm(module, nn.BatchNorm2d, SyncBatchNorm2d)
 
 
 def revert_sync_batchnorm(module: nn.Module) -> nn.Module:
     """The inverse of :func:`convert_sync_batchnorm` (the plain :class:`BatchNorm2d`, same tensors)."""
-    if isinstance(module, SyncBatchNorm2d):
-        out = BatchNorm2d(
-            module.num_features,
-            module.eps,
-            module.momentum,
-            module.affine,
-            module.track_running_stats,
-        )
-        out.weight, out.bias = module.weight, module.bias
-        out.running_mean, out.running_var = module.running_mean, module.running_var
-        out.num_batches_tracked = module.num_batches_tracked
-        out.train(module.training)
-        return out
-    for name, child in module.named_children():
-        new = revert_sync_batchnorm(child)
-        if new is not child:
-            setattr(module, name, new)
-    return module
+    return _swap_batchnorm(module, SyncBatchNorm2d, BatchNorm2d)
