@@ -20,8 +20,14 @@ prints (one line per epoch when stdout is a pipe) and writes (results.csv):
   count, measured before the run (machines of one "2-core" class have differed
   by 2x and more: compare wall times across machines only through this).
 
+A shared CPU (issue 35, item 5): ``--compete N`` starts N single-threaded CPU-bound
+processes (a Python spin loop, what a build or a second job is to the scheduler) before
+the fit and stops them after it; ``--threads T`` runs the fit with ``OMP_NUM_THREADS=T``
+(torch's intra-op threads) and ``--omp-wait passive|active`` with ``OMP_WAIT_POLICY``.
+The JSON line records all three.
+
 Usage: ``python benchmarks/fit_shapes.py [--task det] [--synthetic] [--data-root DIR] [--epochs 30]
-[--extra "--model.lr 0.04 ..."]``.
+[--extra "--model.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]``.
 """
 
 from __future__ import annotations
@@ -71,6 +77,9 @@ def main() -> None:
     ap.add_argument("--data-root", type=Path, default=None, help="train on this root instead")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--extra", default="", help="more `lucid fit` options, one shell-quoted string")
+    ap.add_argument("--compete", type=int, default=0, help="CPU-bound processes running beside the fit")
+    ap.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of the fit (default: inherited)")
+    ap.add_argument("--omp-wait", choices=("passive", "active"), default=None, help="OMP_WAIT_POLICY of the fit")
     args = ap.parse_args()
     lucid = shutil.which("lucid") or str(Path(sys.executable).with_name("lucid"))
     work = Path(tempfile.mkdtemp(prefix="lucid-fit-shapes-"))
@@ -90,16 +99,28 @@ def main() -> None:
     cmd = [lucid, "fit", args.task, "--data-root", str(data_root), "--data.img_size", "320", "--data.batch_size", "8",
            "--trainer.max_epochs", str(args.epochs), "--trainer.default_root_dir", str(work / "runs"),
            *shlex.split(args.extra)]
-    t0 = time.perf_counter()
-    first_step = None
-    lines: list[str] = []
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line.rstrip())
-            if first_step is None and line.startswith("first training step done"):
-                first_step = time.perf_counter() - t0
-    wall = time.perf_counter() - t0
+    env = dict(os.environ)
+    if args.threads is not None:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    if args.omp_wait is not None:
+        env["OMP_WAIT_POLICY"] = args.omp_wait.upper()
+    rivals = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.compete)]
+    try:
+        t0 = time.perf_counter()
+        first_step = None
+        lines: list[str] = []
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work,
+                              env=env) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line.rstrip())
+                if first_step is None and line.startswith("first training step done"):
+                    first_step = time.perf_counter() - t0
+        wall = time.perf_counter() - t0
+    finally:
+        for rival in rivals:
+            rival.kill()
+            rival.wait()
     if proc.returncode != 0:
         sys.exit("lucid fit failed:\n" + "\n".join(lines[-40:]))
     epochs = [ln for ln in lines if ln.startswith("epoch ")]
@@ -110,7 +131,8 @@ def main() -> None:
     done = next((m for ln in reversed(lines) if (m := re.match(r"done: (\S+) ([-0-9.e]+|nan)", ln))), None)
     print(json.dumps({
         "command": " ".join(cmd[1:]), "task": args.task, "epochs": args.epochs,
-        "torch_threads": os.environ.get("OMP_NUM_THREADS"),
+        "torch_threads": env.get("OMP_NUM_THREADS"), "omp_wait_policy": env.get("OMP_WAIT_POLICY"),
+        "competing_processes": args.compete,
         "wall_s": round(wall, 1), "time_to_first_step_s": None if first_step is None else round(first_step, 1),
         "train_img_per_s": round(sum(rates) / len(rates), 2) if rates else None,
         "val_s_per_epoch": round(sum(vals) / len(vals), 2) if vals else None,

@@ -29,7 +29,7 @@ import pytorch_lightning as pl
 import torch
 
 from lucidyolo.config.resolve import resolve_config
-from lucidyolo.engine.build import build_datamodule, build_system, open_split
+from lucidyolo.engine.build import build_datamodule, build_system, dataset_meta, open_split
 from lucidyolo.engine.ema import ModelEMA
 from lucidyolo.engine.fit import quiet_known_warnings
 from lucidyolo.structures.packed import unpack
@@ -59,7 +59,7 @@ class _Timer(pl.Callback):
 
 def full_loop(spec, cfg, train, val, steps: int, warmup: int) -> float:
     dm = build_datamodule(spec, cfg, train, val)
-    system = build_system(spec, cfg, len(train.class_names), list(train.class_names))
+    system = build_system(spec, cfg, len(train.class_names), list(train.class_names), dataset_meta(spec, train))
     timer = _Timer(warmup)
     trainer = pl.Trainer(
         accelerator="cpu", devices=1, max_epochs=1, limit_train_batches=warmup + steps, limit_val_batches=0,
@@ -76,7 +76,8 @@ class BareStepper:
     def __init__(self, spec, cfg, train, val, count: int) -> None:
         dm = build_datamodule(spec, cfg, train, val)
         dm.setup("fit")
-        self.system = build_system(spec, cfg, len(train.class_names), list(train.class_names))
+        self.system = build_system(spec, cfg, len(train.class_names), list(train.class_names),
+                                   dataset_meta(spec, train))
         # the same batches the full loop sees (instance counts vary), decoded before timing starts
         batches = []
         while len(batches) < count:
