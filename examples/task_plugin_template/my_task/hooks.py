@@ -53,7 +53,7 @@ def build_criterion(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) 
 
 
 def decode(outputs: dict[str, Any], path: str, **_: Any) -> Any:
-    """The model output to the task's prediction tensor; ``path`` is ``"e2e"`` or ``"nms"``."""
+    """The model output to the task's prediction tensor; ``path`` is one of ``TaskSpec.decode_paths``."""
     raise _todo("decode")
 
 
@@ -64,7 +64,7 @@ def build_metric(num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
 
 def metric_update(metric: Any, outputs: dict[str, Any], decoded: Any, gt: dict[str, Any],
                   batch_meta: dict[str, Any], **_: Any) -> None:
-    """Feed one validation batch (``decoded`` is the ``e2e`` decode) to the metric."""
+    """Feed one validation batch (``decoded`` decoded on the first of ``decode_paths``) to the metric."""
     raise _todo("metric_update")
 
 
@@ -74,8 +74,11 @@ def make_synthetic(out_dir: Any, num_images: int, img_size: int, seed: int, **_:
 
 
 def evaluate(model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``."""
+             limit: int | None, options: dict[str, Any], paths: tuple[str, ...], **_: Any) -> dict[str, Any]:
+    """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``, one per ``paths``.
+
+    ``options`` holds each of ``TaskSpec.eval_options`` by name (default or given).
+    """
     raise _todo("evaluate")
 
 
