@@ -92,7 +92,7 @@ def resolve_eval_options(spec: TaskSpec, given: Mapping[str, Any] | None) -> dic
         option = spec.eval_option(name)
         if option is None:
             raise UserError(
-                f"Evaluation option {name!r} is not one of task {spec.name!r}'s.",
+                f"Evaluation option {name!r} is not declared by task {spec.name!r}.",
                 why="each task declares the options its evaluation protocol reads; an unread one would be ignored silently.",
                 fix=f"{known} Drop --option {name}=... or name one of those.",
             )

@@ -54,9 +54,9 @@ def test_a_task_without_the_option_ignores_the_deprecated_flag_as_before(det_ckp
 
 
 @pytest.mark.parametrize(("task", "option", "what"), [
-    ("seg", "mask=false", "Evaluation option 'mask' is not one of task 'seg'"),
+    ("seg", "mask=false", "Evaluation option 'mask' is not declared by task 'seg'"),
     ("seg", "masks=maybe", "Evaluation option masks=maybe is not valid: 'maybe' is not true or false"),
-    ("det", "masks=false", "Evaluation option 'masks' is not one of task 'det'"),
+    ("det", "masks=false", "Evaluation option 'masks' is not declared by task 'det'"),
 ])
 def test_an_unknown_option_or_a_bad_value_exits_2_listing_the_tasks_options(
     task, option, what, seg_ckpt, det_ckpt, lucid,

@@ -142,3 +142,10 @@ def coco_results(predictions: list[dict[str, Any]], image_id: int, image_hw: tup
     Leave it out when your task has no COCO results form (``--save-json`` then refuses with exit code 2).
     """
     raise _todo("coco_results")
+
+
+def inference_view(model: Any, paths: tuple[str, ...], device: Any, fold: bool, **_: Any) -> Any:
+    """Optional (API 2.4): the eval-mode, gradient-free copy of ``model`` on ``device`` that
+    ``lucid eval`` / ``lucid predict`` run for ``paths`` (``fold``: BatchNorm folded). Leave it
+    out of ``IMPLEMENTED`` and lucid runs a BN-folded copy of the whole model."""
+    raise _todo("inference_view")

@@ -96,6 +96,9 @@ SPEC = TaskSpec(
     # Optional: `lucid predict --save-txt` (YOLO-style lines) and `--save-json` (COCO results).
     label_lines=_hook("label_lines"),
     coco_results=_hook("coco_results"),
+    # Optional: the model `lucid eval` / `lucid predict` run for some decode paths (default: the
+    # whole model with BatchNorm folded).
+    inference_view=_hook("inference_view"),
     # Optional: `lucid gate overfit` (a GateSpec) and `lucid export` (an ExportSpec).
     gate=None,
     export=None,
