@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
+    ENGINE_EVAL_OPTIONS,
     TASK_NAME_RE,
+    EvalOption,
     ExportSpec,
     GateSpec,
     MetricSpec,
@@ -65,6 +67,29 @@ def task_spec_problems(spec: Any) -> list[str]:
         problems.append("export must be an ExportSpec naming at least one output, with a callable deploy")
     if not all(isinstance(f, str) for f in spec.fields):
         problems.append("fields must be strings")
+    problems += _decode_and_option_problems(spec)
+    return problems
+
+
+def _decode_and_option_problems(spec: TaskSpec) -> list[str]:
+    problems = []
+    paths = spec.decode_paths
+    if not (isinstance(paths, tuple) and paths and all(isinstance(p, str) and p for p in paths)):
+        problems.append("decode_paths must be a non-empty tuple of names (the first is the default)")
+    elif len(set(paths)) != len(paths):
+        problems.append(f"decode_paths must be unique, got {paths}")
+    if not (isinstance(spec.eval_options, tuple) and all(isinstance(o, EvalOption) for o in spec.eval_options)):
+        return [*problems, "eval_options must be a tuple of EvalOption"]
+    names = [o.name for o in spec.eval_options]
+    if len(set(names)) != len(names):
+        problems.append(f"eval_options names must be unique, got {names}")
+    for option in spec.eval_options:
+        if not TASK_NAME_RE.match(option.name):
+            problems.append(f"eval option name {option.name!r} must match {TASK_NAME_RE.pattern}")
+        if option.name in ENGINE_EVAL_OPTIONS:
+            problems.append(f"eval option {option.name!r} is the engine's own (reserved: {', '.join(ENGINE_EVAL_OPTIONS)})")
+        if not isinstance(option.default, bool | int | float | str):
+            problems.append(f"eval option {option.name!r}: the default must be a bool, int, float or str")
     return problems
 
 
@@ -98,9 +123,11 @@ def check_task_spec(spec: Any, run_hooks: bool = True) -> dict[str, Any]:
     return exercise_hooks(spec) if run_hooks else {}
 
 
-def _check_evaluate(outcome: Any) -> None:
+def _check_evaluate(outcome: Any, decode_paths: tuple[str, ...]) -> None:
     assert isinstance(outcome, dict) and isinstance(outcome.get("paths"), dict) and outcome["paths"], \
         "evaluate must return {'paths': {path: {kind: {'stats': {...}}}}, ...}"
+    unknown = sorted(set(outcome["paths"]) - set(decode_paths))
+    assert not unknown, f"evaluate scored paths {unknown} that are not among decode_paths {decode_paths}"
     for path, kinds in outcome["paths"].items():
         assert all(isinstance(k.get("stats"), dict) for k in kinds.values()), f"evaluate path {path}: stats dicts"
 
@@ -169,17 +196,18 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         outputs = model(images)
     decoded = None
     if spec.decode is not None:
-        decoded = {path: spec.decode(outputs, path) for path in ("e2e", "nms")}
+        decoded = {path: spec.decode(outputs=outputs, path=path) for path in spec.decode_paths}
         for path, value in decoded.items():
             # A tensor, or a structure the engine can move (.cpu()) and index by image whose rows are a tensor.
             rows = value if isinstance(value, torch.Tensor) else getattr(value, "rows", None)
             assert isinstance(rows, torch.Tensor) and rows.shape[0] == len(source), f"decode {path}: batch axis"
             assert hasattr(value, "cpu") and value.cpu()[0] is not None, f"decode {path}: .cpu() and [i]"
-        e2e = decoded["e2e"]
-        done["decode"] = tuple((e2e if isinstance(e2e, torch.Tensor) else e2e.rows).shape)
+        first = decoded[spec.default_decode_path]
+        done["decode"] = tuple((first if isinstance(first, torch.Tensor) else first.rows).shape)
     if spec.build_metric is not None and spec.metric_update is not None and decoded is not None:
         metric = spec.build_metric(num_classes=num_classes, meta=data_meta)
-        spec.metric_update(metric=metric, outputs=outputs, decoded=decoded["e2e"], gt=gt, batch_meta=meta)
+        spec.metric_update(metric=metric, outputs=outputs, decoded=decoded[spec.default_decode_path], gt=gt,
+                           batch_meta=meta)
         result = metric.compute()
         want = {k.removeprefix("val/") for k in spec.metrics.keys}
         assert want <= set(result), f"metric computes {sorted(result)}, metrics.keys need {sorted(want)}"
@@ -187,7 +215,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     if spec.predict is not None and decoded is not None:
         hw = tuple(int(v) for v in meta["orig_hw"][0])
         rows = spec.predict(
-            decoded=decoded["e2e"][0], image_hw=hw, letterbox=tuple(float(v) for v in meta["letterbox"][0]),
+            decoded=decoded[spec.default_decode_path][0], image_hw=hw, letterbox=tuple(float(v) for v in meta["letterbox"][0]),
             class_names=source.class_names, conf=0.0, meta=data_meta,
         )
         assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows), "predict must return a list of dicts"
@@ -199,14 +227,15 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             done["draw"] = drawn.size
     if spec.evaluate is not None and spec.decode is not None:
         try:
+            options = {**{o.name: o.default for o in spec.eval_options}, "matches": False}
             outcome = spec.evaluate(model=model, decode=spec.decode, source=source, img_size=img_size, batch_size=2,
-                                    device=torch.device("cpu"), limit=2, options={"masks": True})
+                                    device=torch.device("cpu"), limit=2, options=options, paths=spec.decode_paths)
         except UserError as exc:  # a protocol may refuse a split it cannot score (with what, why, fix)
             outcome = {"refused": str(exc)}
         if "refused" in outcome:
             done["evaluate"] = f"refused: {outcome['refused']}"
         else:
-            _check_evaluate(outcome)
+            _check_evaluate(outcome, spec.decode_paths)
             done["evaluate"] = sorted(outcome["paths"])
     if spec.gate is not None:
         value = float(spec.gate.score(model=model, source=source, img_size=img_size, conf=spec.gate.conf))

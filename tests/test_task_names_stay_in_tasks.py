@@ -62,3 +62,38 @@ def test_no_module_outside_tasks_branches_on_a_task_name():
 def test_the_scan_catches_each_kind_of_branch():
     code = 'a = task == "det"\nb = name in ("seg", "x")\nc = {"obb": 1, "pose": 2}\nd = "keypoints" in fields\n'
     assert _offences(ast.parse(code)) == [1, 2, 3]
+
+
+DECODE_PATH_WORDS = {"e2e", "nms"}
+"""The built-in tasks' decode paths: a task declares its own (``TaskSpec.decode_paths``)."""
+
+DECODE_PATH_ALLOWED = {"models/inference_view.py"}
+"""The dual head's inference view, which the built-in tasks name as their ``inference_view`` hook
+(``tasks/dual_head.py``): it serves the paths of the model it belongs to."""
+
+
+def _decode_path_literals(tree: ast.AST) -> list[int]:
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and node.value in DECODE_PATH_WORDS and id(node) not in docstrings)
+
+
+def test_no_module_outside_tasks_names_a_decode_path():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("tasks/") or rel in DECODE_PATH_ALLOWED:
+            continue
+        lines = _decode_path_literals(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[rel] = lines
+    assert not found, f"decode paths named outside lucidyolo/tasks/ (read TaskSpec.decode_paths; file: lines): {found}"
+
+
+def test_the_decode_path_scan_ignores_docstrings():
+    code = '"""e2e"""\ndef f(path="e2e"):\n    """nms"""\n    return "nms"\n'
+    assert _decode_path_literals(ast.parse(code)) == [2, 4]

@@ -268,9 +268,10 @@ class Model:
     # ------------------------------------------------------------------ scoring
 
     def evaluate(self, data_root: str | Path | None = None, *, split: str = "val", img_size: int | None = None,
-                 batch_size: int | None = None, device: str = "auto", limit: int | None = None, masks: bool = True,
-                 ema: bool = True, output: str | Path | None = None, save_json: str | Path | None = None) -> EvalReport:
-        """Score the model with the task's protocol on one split, as ``lucid eval`` (both decode paths).
+                 batch_size: int | None = None, device: str = "auto", limit: int | None = None,
+                 options: Mapping[str, Any] | None = None, ema: bool = True, output: str | Path | None = None,
+                 save_json: str | Path | None = None, masks: bool | None = None) -> EvalReport:
+        """Score the model with the task's protocol on one split, as ``lucid eval`` (every decode path of the task).
 
         Args:
             data_root: the dataset (default: the one the model was trained on).
@@ -279,28 +280,39 @@ class Model:
             batch_size: images per forward (default: the task's).
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             limit: score only the first ``limit`` images.
-            masks: score masks too, for a task that predicts them.
+            options: the task's evaluation options by name, e.g. ``{"masks": False}`` for segmentation
+                (boxes only); ``lucid plugins`` lists each task's. Values are Python values or strings.
             ema: use the EMA weights when the checkpoint has them.
             output: also write the report here (JSON).
             save_json: also write the raw results here (COCO results JSON).
+            masks: deprecated, ``options={"masks": ...}``; ignored by a task without that option.
 
         Raises:
-            UserError: an untrained model, a dataset with other classes, a bad size or device.
+            UserError: an untrained model, a dataset with other classes, a bad size or device, an
+                evaluation option the task does not declare or a value not of its type.
         """
         from lucidyolo.engine.evaluate import run_eval
 
+        fallback = {}
+        if masks is not None:
+            import warnings
+
+            warnings.warn("Model.evaluate(masks=...) is deprecated; use options={'masks': ...}.",
+                          DeprecationWarning, stacklevel=2)
+            fallback["masks"] = masks
         checkpoint = self._require_checkpoint("evaluate")
         report = run_eval(
             checkpoint=checkpoint, data_root=Path(data_root).expanduser() if data_root is not None else None,
-            split=split, ema=ema, masks=masks, img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+            split=split, ema=ema, img_size=img_size, batch_size=batch_size, device=device, limit=limit,
             output=Path(output) if output is not None else None,
-            save_json=Path(save_json) if save_json is not None else None,
+            save_json=Path(save_json) if save_json is not None else None, options=options,
+            fallback_options=fallback,
         )
         return EvalReport(report)
 
     # ------------------------------------------------------------------ inference
 
-    def predict(self, source: Any, *, conf: float = 0.25, decoder: str = "e2e", img_size: int | None = None,
+    def predict(self, source: Any, *, conf: float = 0.25, decoder: str | None = None, img_size: int | None = None,
                 device: str = "auto", batch_size: int = 16) -> list[Prediction]:
         """Predict images, as ``lucid predict``; one :class:`~lucidyolo.api.prediction.Prediction` per image.
 
@@ -308,7 +320,8 @@ class Model:
             source: an image file, a folder, a glob, an ``(H, W, 3)`` uint8 RGB numpy array, a PIL image,
                 or a list of these.
             conf: keep rows scoring at least this, in ``[0, 1]``.
-            decoder: ``"e2e"`` (one-to-one top-k) or ``"nms"``.
+            decoder: one of the task's decode paths (``None``: its default, the first of its
+                ``decode_paths``; the built-in tasks: ``"e2e"``, or ``"nms"``).
             img_size: input size (default: the size the model was trained at), a multiple of 32.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             batch_size: images per forward pass (the answers do not depend on it, to float rounding).
@@ -330,7 +343,7 @@ class Model:
 
         quiet_known_warnings()
         self._require_checkpoint("predict")
-        check_predict_args(conf, decoder)
+        check_predict_args(conf)
         if batch_size < 1:
             raise UserError(f"Model.predict got batch_size={batch_size}.", fix="Use e.g. batch_size=16.")
         items = image_items(source)
@@ -349,7 +362,7 @@ class Model:
                 ))
         return results
 
-    def _predictor(self, decoder: str, img_size: int | None, device: str) -> Predictor:
+    def _predictor(self, decoder: str | None, img_size: int | None, device: str) -> Predictor:
         from lucidyolo.engine.predict import Predictor
 
         key = (decoder, img_size, device)

@@ -53,10 +53,15 @@ class EvalReport:
         return dict(self.report["paths"])
 
     @property
+    def default_path(self) -> str:
+        """The task's default decode path (the first of its ``decode_paths``), else the report's first path."""
+        path = self.report.get("default_path")
+        return str(path) if path in self.report["paths"] else next(iter(self.report["paths"]))
+
+    @property
     def stats(self) -> dict[str, float]:
-        """The headline stats: the ``e2e`` path (else the first), its first IoU type (``bbox``, ``classification``...)."""
-        path = "e2e" if "e2e" in self.report["paths"] else next(iter(self.report["paths"]))
-        return self.stats_of(path)
+        """The headline stats: the task's default decode path, its first IoU type (``bbox``, ``classification``...)."""
+        return self.stats_of(self.default_path)
 
     def stats_of(self, path: str, iou_type: str | None = None) -> dict[str, float]:
         """The stats dict of one decode ``path`` and ``iou_type`` (default: the path's first)."""

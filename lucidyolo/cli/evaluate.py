@@ -13,17 +13,19 @@ def evaluate(
     data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (default: the run's)."),
     split: str = typer.Option("val", "--split", help="Split to score."),
     ema: bool = typer.Option(True, "--ema/--no-ema", help="Score the EMA weights (default) or the raw ones."),
-    masks: str = typer.Option(
-        "true", "--masks", metavar="true|false", help="Tasks with masks: also score them (false: boxes only)."
+    option: list[str] = typer.Option(
+        [], "--option", metavar="NAME=VALUE",
+        help="A task evaluation option, repeatable (e.g. masks=false); `lucid plugins` lists each task's.",
     ),
-    no_masks: bool = typer.Option(False, "--no-masks", help="The same as --masks false."),
+    masks: str | None = typer.Option(None, "--masks", hidden=True, help="Deprecated: --option masks=VALUE."),
+    no_masks: bool = typer.Option(False, "--no-masks", hidden=True, help="Deprecated: --option masks=false."),
     img_size: int | None = typer.Option(None, "--img-size", help="Input size (default: the run's training size, its data.img_size)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Batch size (default: the task's, 32 for det)."),
     device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto."),
     limit: int | None = typer.Option(None, "--limit", help="Score only the first N images."),
     output: Path | None = typer.Option(None, "--output", help="Write the report JSON here."),
     save_json: Path | None = typer.Option(
-        None, "--save-json", help="Write the results file (e2e path; *_nms.json beside it)."
+        None, "--save-json", help="Write the results file of the default decode path (each other path's as *_<path>.json beside it)."
     ),
     task: str | None = typer.Option(None, "--task", help="Must match the checkpoint's task if given."),
     fold: bool = typer.Option(
@@ -38,20 +40,67 @@ def evaluate(
         help="Library that scores COCO results (same protocol; auto: faster_coco_eval when installed).",
     ),
 ) -> None:
-    """Score a checkpoint with its task's protocol (pycocotools for det), both decode paths."""
+    """Score a checkpoint with its task's protocol (pycocotools for det), every decode path of the task."""
     from lucidyolo.engine.evaluate import run_eval
-    from lucidyolo.errors import UserError
 
-    flag = masks.strip().lower()
-    if flag not in ("true", "false", "1", "0", "yes", "no"):
-        raise UserError(f"--masks {masks!r} is not true or false.", fix="Use --masks true (default) or --masks false.")
     report = run_eval(
-        checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, masks=flag in ("true", "1", "yes") and not no_masks,
-        img_size=img_size,
+        checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, img_size=img_size,
         batch_size=batch_size, device=device, limit=limit, output=output, save_json=save_json, task=task,
-        fold=fold, coco_backend=coco_backend, plots=plots,
+        fold=fold, coco_backend=coco_backend, plots=plots, options=parse_options(option),
+        fallback_options=deprecated_mask_flags(masks, no_masks),
     )
     print_report(report)
+
+
+def parse_options(items: list[str]) -> dict[str, str]:
+    """``--option NAME=VALUE`` items as ``{NAME: VALUE}`` (the checkpoint's task checks names and values).
+
+    Raises:
+        UserError: an item without ``=``, or a name given twice.
+    """
+    from lucidyolo.errors import UserError
+
+    options: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UserError(
+                f"--option {item!r} is not NAME=VALUE.",
+                why="an evaluation option needs both its name and its value.",
+                fix="Write e.g. --option masks=false (`lucid plugins` lists each task's options).",
+            )
+        if name in options:
+            raise UserError(
+                f"--option {name} is given twice ({options[name]!r} and {value!r}).",
+                why="one value per option; which one was meant is not clear.",
+                fix=f"Keep one --option {name}=VALUE.",
+            )
+        options[name] = value
+    return options
+
+
+def deprecated_mask_flags(masks: str | None, no_masks: bool) -> dict[str, str]:
+    """The old ``--masks true|false`` / ``--no-masks`` as ``{"masks": value}``, with a deprecation warning.
+
+    Applied by the engine only to a task that declares the ``masks`` option and where no
+    ``--option masks=`` is given (the flags were ignored by the other tasks, and still are).
+    """
+    if masks is None and not no_masks:
+        return {}
+    from lucidyolo.cli.console import err_console
+    from lucidyolo.errors import UserError
+
+    if masks is not None and masks.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+        raise UserError(f"--masks {masks!r} is not true or false.", fix="Use --option masks=true or --option masks=false.")
+    value = "false" if no_masks else masks.strip().lower() if masks is not None else "true"
+    old = "--no-masks" if no_masks else f"--masks {masks}"
+    err_console.print(
+        f"warning: {old} is deprecated and will be removed in the next release; use --option masks={value} "
+        "(same meaning; tasks without a masks option ignore it, as before).",
+        highlight=False, markup=False, soft_wrap=True,
+    )
+    return {"masks": value}
 
 
 def print_report(report: dict) -> None:

@@ -12,7 +12,11 @@ from lucidyolo.cli.console import console
 def plugins(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """List task plugins: name, aliases, distribution, version, API version, status and any load error."""
+    """List task plugins: name, aliases, distribution, version, API version, status and any load error.
+
+    Below the table, each task's decode paths (`lucid predict --decoder`, the first the default) and
+    evaluation options (`lucid eval --option NAME=VALUE`).
+    """
     from rich.table import Table
 
     from lucidyolo.tasks.api import PLUGIN_API_VERSION
@@ -39,3 +43,10 @@ def plugins(
             r.error or (f"warning: {r.warning}" if r.warning else ""),
         )
     console.print(table)
+    for r in records:
+        if r.spec is None:
+            continue
+        line = f"{r.name}: decode paths {', '.join(r.spec.decode_paths)} (default {r.spec.default_decode_path})"
+        options = "; ".join(o.describe() for o in r.spec.eval_options)
+        console.print(line + (f"; eval options: {options}" if options else "; no eval options"),
+                      highlight=False, markup=False, soft_wrap=True)

@@ -13,7 +13,9 @@ def predict(
     checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint written by `lucid fit`, or its run folder (best.ckpt, else last.ckpt)."),
     source: str = typer.Option(..., "--source", help="Image, video (needs the `video` extra), folder or (quoted) glob."),
     conf: float = typer.Option(0.25, "--conf", help="Confidence threshold."),
-    decoder: str = typer.Option("e2e", "--decoder", help="e2e (one-to-one top-k) or nms."),
+    decoder: str | None = typer.Option(
+        None, "--decoder", help="Decode path, one of the task's (default: its first; `lucid plugins` lists them)."
+    ),
     save: Path | None = typer.Option(None, "--save", help="Write annotated images (<stem>.jpg), and per video an annotated <stem>.mp4 with per-frame JSON lines <stem>.jsonl, to this folder."),
     output: Path | None = typer.Option(None, "--output", help="Write predictions JSON here."),
     save_txt: Path | None = typer.Option(None, "--save-txt", help="Write YOLO-format labels with a confidence column, <stem>.txt per image (<stem>_<frame>.txt per video frame), to this folder."),
@@ -38,13 +40,15 @@ def predict(
         for p in predictions:
             print_line(detection_line(name, p))
 
+    used: list[str] = []  # the decode path the task resolved (--decoder, or its default)
     try:
         results = run_predict(checkpoint, source, conf, decoder, save, output, img_size, device, on_image=show,
-                              batch_size=batch_size, save_txt=save_txt, save_json=save_json, on_progress=bar)
+                              batch_size=batch_size, save_txt=save_txt, save_json=save_json, on_progress=bar,
+                              on_ready=used.append)
     finally:
         if bar is not None:
             bar.close()
-    _print_line(summary_line(results, conf, decoder, save, output, save_txt, save_json))
+    _print_line(summary_line(results, conf, used[0] if used else str(decoder), save, output, save_txt, save_json))
 
 
 class PredictBar:

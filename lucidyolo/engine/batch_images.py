@@ -192,12 +192,12 @@ class BatchImages(Callback):
             self._write_labels, images, gt, self.run_dir / f"val_batch{batch_idx}_labels.jpg"
         )
         if self.predict is not None:
-            model, decode = pl_module.model, pl_module.decode  # type: ignore[attr-defined]
+            model, decode = pl_module.model, pl_module.decode_outputs  # type: ignore[attr-defined]
             with (
                 torch.inference_mode()
-            ):  # the model the validation step scored (the EMA weights when on)
+            ):  # the model the validation step scored (the EMA weights when on), decoded as it decodes
                 x = unpack(batch)[0][:GRID_MAX_IMAGES]  # on the batch's own device
-                decoded = decode(model(x), "e2e").cpu()
+                decoded = decode(model(x)).cpu()
             self._submit(
                 self._write_predictions,
                 images,

@@ -126,6 +126,7 @@ def build_system(
         spec.metric_update,
         spec.metrics.keys,
         config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},
+        decode_path=spec.default_decode_path,
         class_names=class_names,
         dataset_meta=meta,
         lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, lrf=m.lrf, momentum=m.momentum,

@@ -1,4 +1,4 @@
-"""``lucid eval``: the COCO protocol through pycocotools for both decode paths from one forward."""
+"""``lucid eval``: the task's protocol (COCO through pycocotools for the built-in tasks) for each of its decode paths."""
 
 from __future__ import annotations
 
@@ -6,12 +6,16 @@ import hashlib
 import json
 import platform
 import time
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import NotAvailableError, UserError
+
+if TYPE_CHECKING:
+    from lucidyolo.tasks.api import TaskSpec
 
 
 def sha256_of(path: Path) -> str:
@@ -46,13 +50,80 @@ def pick_device(device: str) -> Any:
     return dev
 
 
+def inference_view(spec: TaskSpec, model: Any, paths: Sequence[str], device: Any, fold: bool = True) -> Any:
+    """The model ``lucid eval`` / ``lucid predict`` run for the decode ``paths``: the task's ``inference_view``.
+
+    A task without that hook gets an eval-mode, gradient-free copy of the whole
+    model on ``device``, BatchNorm folded unless ``fold`` is False, fed its
+    images in channels-last layout (faster with oneDNN and cuDNN; not on MPS).
+    The original ``model`` is left as it was.
+    """
+    import torch
+
+    device = torch.device(device)
+    if spec.inference_view is not None:
+        return spec.inference_view(model=model, paths=tuple(paths), device=device, fold=fold)
+    import copy
+
+    from lucidyolo.models.fuse import fold_batchnorm
+    from lucidyolo.models.inference_view import ChannelsLastInput
+
+    view = copy.deepcopy(model).eval()
+    if fold:
+        view = fold_batchnorm(view)
+    view = view.to(device).eval().requires_grad_(False)
+    return view if device.type == "mps" else ChannelsLastInput(view).eval()
+
+
+def resolve_eval_options(spec: TaskSpec, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every one of the task's evaluation options: ``given`` values (strings or Python values) over the defaults.
+
+    Raises:
+        UserError: a name the task does not declare, or a value not of the option's type; the
+            message lists the task's options.
+    """
+    given = dict(given or {})
+    values: dict[str, Any] = {o.name: o.default for o in spec.eval_options}
+    listing = "; ".join(o.describe() for o in spec.eval_options)
+    known = f"Task {spec.name!r} has these evaluation options: {listing}." if listing else (
+        f"Task {spec.name!r} has no evaluation options."
+    )
+    for name, value in given.items():
+        option = spec.eval_option(name)
+        if option is None:
+            raise UserError(
+                f"Evaluation option {name!r} is not declared by task {spec.name!r}.",
+                why="each task declares the options its evaluation protocol reads; an unread one would be ignored silently.",
+                fix=f"{known} Drop --option {name}=... or name one of those.",
+            )
+        try:
+            values[name] = option.parse(value)
+        except ValueError as exc:
+            raise UserError(
+                f"Evaluation option {name}={value} is not valid: {exc}.",
+                why=f"{name} is a {option.kind} option.",
+                fix=f"Give e.g. --option {option.name}={str(option.default).lower() if isinstance(option.default, bool) else option.default}. {known}",
+            ) from exc
+    return values
+
+
 def run_eval(
-    checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True, masks: bool = True,
+    checkpoint: Path, data_root: Path | None = None, split: str = "val", ema: bool = True,
     img_size: int | None = None, batch_size: int | None = None, device: str = "auto", limit: int | None = None,
     output: Path | None = None, save_json: Path | None = None, task: str | None = None, fold: bool = True,
-    coco_backend: str = "auto", plots: Path | None = None,
+    coco_backend: str = "auto", plots: Path | None = None, options: Mapping[str, Any] | None = None,
+    fallback_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score a checkpoint; returns the report dict (also written to ``output``).
+
+    Every decode path of the task (``TaskSpec.decode_paths``) is scored, the first
+    one the report's ``default_path``. ``options`` are the task's evaluation
+    options by name (``{"masks": False}``; strings are parsed to the option's
+    type), checked against the checkpoint's task: an unknown name or a bad value
+    is a :class:`UserError` listing the task's options. ``fallback_options`` (what
+    deprecated flags such as ``--no-masks`` ask for) apply only where the task
+    declares the name and ``options`` does not set it; elsewhere they are ignored,
+    as those flags always were.
 
     ``fold=False`` keeps BatchNorm unfolded: the forward is then the one the
     training run validated with, to the last bit (folding changes float rounding,
@@ -66,7 +137,7 @@ def run_eval(
     class-mean precision, recall and F1 there) and each ``per_class`` entry its
     ``precision`` and ``recall`` at that confidence; ``plots`` names a folder
     for the PR / F1 / P / R curves and confusion matrices
-    (``{stem}_{iou_type}_*.png``, ``{stem}_nms_{iou_type}_*`` for the NMS path,
+    (``{stem}_{iou_type}_*.png`` for the default path, ``{stem}_{path}_{iou_type}_*`` for each other one,
     ``stem`` the checkpoint's file stem) and the report lists them in ``plots``.
     """
     from lucidyolo.engine.fit import quiet_known_warnings
@@ -112,18 +183,19 @@ def run_eval(
     img_size = img_size or cfg.data.img_size
     if img_size % 32:
         raise UserError(f"--img-size {img_size} is not a multiple of 32.", fix="Use e.g. 640.")
+    given = {k: v for k, v in (fallback_options or {}).items() if spec.eval_option(k) is not None}
+    task_options = resolve_eval_options(spec, {**given, **(options or {})})
     dev = pick_device(device)
-    from lucidyolo.models.inference_view import inference_model
-
+    paths = tuple(spec.decode_paths)
     with using_backend(coco_backend):
         outcome = spec.evaluate(
-            model=inference_model(restored.model, ("e2e", "nms"), dev, fold=fold), decode=spec.decode, source=source,
+            model=inference_view(spec, restored.model, paths, dev, fold=fold), decode=spec.decode, source=source,
             img_size=img_size, batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit,
-            options={"masks": masks, "matches": True},
+            options={**task_options, "matches": True}, paths=paths,
         )
-    paths, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
+    scored, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
     t_curves = time.perf_counter()
-    written = add_curves(paths, outcome.get("matches") or {}, plots, checkpoint.stem)
+    written = add_curves(scored, outcome.get("matches") or {}, plots, checkpoint.stem)
     timing["curves_s"] = time.perf_counter() - t_curves
     if save_json is not None:
         for i, (path, rows) in enumerate(results.items()):  # the first path keeps the given name
@@ -143,7 +215,9 @@ def run_eval(
         "engine": outcome.get("engine") or _scoring_engine(outcome["paths"], spec.name),
         "versions": library_versions(),
         "config": cfg.model_dump(mode="json"),
-        "paths": paths,
+        "options": task_options,
+        "default_path": paths[0],
+        "paths": scored,
         "timings": timing,
         **({"plots": [str(p) for p in written]} if plots is not None else {}),
         # a protocol's own summary figures (e.g. how many whole scenes its tiles make)

@@ -26,15 +26,28 @@ if TYPE_CHECKING:
     from lucidyolo.engine.restore import Restored
     from lucidyolo.tasks.api import TaskSpec
 
-DECODERS = ("e2e", "nms")
-
-
-def check_predict_args(conf: float, decoder: str) -> None:
-    """Refuse an unknown decoder or a threshold outside ``[0, 1]`` (:class:`UserError`)."""
-    if decoder not in DECODERS:
-        raise UserError(f"--decoder {decoder!r} is not known.", fix="Use e2e (one-to-one top-k) or nms.")
+def check_predict_args(conf: float) -> None:
+    """Refuse a threshold outside ``[0, 1]`` (:class:`UserError`)."""
     if not 0.0 <= conf <= 1.0:
         raise UserError(f"--conf {conf} is outside [0, 1].", fix="Use e.g. --conf 0.25.")
+
+
+def resolve_decoder(spec: TaskSpec, decoder: str | None) -> str:
+    """The decode path to predict with: ``decoder``, or the task's default (the first of its ``decode_paths``).
+
+    Raises:
+        UserError: ``decoder`` is not one of the task's decode paths (the message lists them).
+    """
+    paths = tuple(spec.decode_paths)
+    if decoder is None:
+        return paths[0]
+    if decoder not in paths:
+        raise UserError(
+            f"--decoder {decoder!r} is not a decode path of task {spec.name!r}.",
+            why=f"the {spec.name} task decodes its model's output along these paths only: {', '.join(paths)}.",
+            fix=f"Use --decoder {' or --decoder '.join(paths)}, or leave it out for the default ({paths[0]}).",
+        )
+    return decoder
 
 
 @dataclass
@@ -58,18 +71,19 @@ class Predictor:
 
     Args:
         restored: the model from :func:`lucidyolo.engine.restore.restore`.
-        decoder: ``"e2e"`` (one-to-one top-k) or ``"nms"``.
+        decoder: one of the task's ``decode_paths`` (``None``: the first, the task's default).
         img_size: network input side (default: the run's ``data.img_size``), a multiple of 32.
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
         draw: the task's ``draw`` hook is needed (refused up front when it has none).
 
     Raises:
         NotAvailableError: the task provides no ``decode`` / ``predict`` (/ ``draw``) hook.
-        UserError: ``img_size`` is not a multiple of 32, a device this machine lacks.
+        UserError: ``decoder`` is not a decode path of the task, ``img_size`` is not a multiple
+            of 32, a device this machine lacks.
     """
 
-    def __init__(self, restored: Restored, decoder: str = "e2e", img_size: int | None = None, device: str = "auto",
-                 draw: bool = False) -> None:
+    def __init__(self, restored: Restored, decoder: str | None = None, img_size: int | None = None,
+                 device: str = "auto", draw: bool = False) -> None:
         spec = restored.spec
         missing = spec.missing_hooks("decode", "predict", *(("draw",) if draw else ()))
         if missing:
@@ -77,11 +91,11 @@ class Predictor:
                 f"`lucid predict` for task {spec.name!r} is not available: its plugin provides no {', '.join(missing)}.",
                 fix="Nothing was run." if "draw" not in missing else "Run without --save.",
             )
+        decoder = resolve_decoder(spec, decoder)
         size = img_size or restored.config.data.img_size
         if size % 32:
             raise UserError(f"--img-size {size} is not a multiple of 32.", fix="Use e.g. 640.")
-        from lucidyolo.engine.evaluate import pick_device
-        from lucidyolo.models.inference_view import inference_model
+        from lucidyolo.engine.evaluate import inference_view, pick_device
 
         self.restored = restored
         self.spec = spec
@@ -90,8 +104,9 @@ class Predictor:
         self.class_names: list[str] = list(restored.checkpoint["lucid"].get("class_names") or [])
         self.meta = restored.dataset_meta
         self.device = pick_device(device)
-        # BN folded; e2e: the o2o branch only. A copy: the restored model is left as it was.
-        self.model = inference_model(restored.model, paths=(decoder,), device=self.device)
+        # The task's view for this one path (the built-in tasks' e2e: BN folded, o2o branch only).
+        # A copy: the restored model is left as it was.
+        self.model = inference_view(spec, restored.model, (decoder,), self.device)
 
     def __call__(self, image: np.ndarray, conf: float = 0.25) -> ImageOutcome:
         """Predict one ``(H, W, 3)`` uint8 RGB image; rows at or above ``conf``."""
@@ -118,7 +133,7 @@ class Predictor:
             letterboxes.append((lb.scale, lb.pad_x, lb.pad_y))
         x = torch.from_numpy(boxed).to(self.device).permute(0, 3, 1, 2).float() / 255.0  # (B, 3, S, S)
         with torch.inference_mode():
-            decoded = self.spec.decode(self.model(x), self.decoder).cpu()
+            decoded = self.spec.decode(outputs=self.model(x), path=self.decoder).cpu()
             out = []
             for i, (image, letterbox) in enumerate(zip(images, letterboxes, strict=True)):
                 one = decoded[i]
@@ -155,15 +170,18 @@ def check_outputs(spec: TaskSpec, save_txt: Path | None, save_json: Path | None)
 
 
 def run_predict(
-    checkpoint: Path, source: str, conf: float = 0.25, decoder: str = "e2e", save: Path | None = None,
+    checkpoint: Path, source: str, conf: float = 0.25, decoder: str | None = None, save: Path | None = None,
     output: Path | None = None, img_size: int | None = None, device: str = "auto", ema: bool = True,
     on_image: Callable[[str, list[dict[str, Any]]], None] | None = None, batch_size: int = 16,
     save_txt: Path | None = None, save_json: Path | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Predict every image and video frame of ``source``, ``batch_size`` pictures per forward pass.
 
-    ``on_image(name, predictions)`` is called as each picture is done (``name`` the file, or
+    ``decoder`` is one of the checkpoint's task's ``decode_paths`` (``None``: its default, the
+    first). ``on_ready(decoder)`` is called once the model is loaded, with the decode path used;
+    ``on_image(name, predictions)`` as each picture is done (``name`` the file, or
     ``FILE#frame=N`` for a video frame); ``on_progress(done, total)`` after each batch (``total``
     None when a video does not declare its frame count).
 
@@ -178,7 +196,7 @@ def run_predict(
     from lucidyolo.engine.fit import quiet_known_warnings
 
     quiet_known_warnings()
-    check_predict_args(conf, decoder)
+    check_predict_args(conf)
     if batch_size < 1:
         raise UserError(f"--batch-size {batch_size} is below 1.", fix="Use e.g. --batch-size 16.")
     from lucidyolo.predict.sources import is_video, resolve_sources
@@ -201,6 +219,9 @@ def run_predict(
     restored = restore(checkpoint, ema=ema)
     check_outputs(restored.spec, save_txt, save_json)
     predictor = Predictor(restored, decoder, img_size, device, draw=save is not None)
+    decoder = predictor.decoder
+    if on_ready is not None:
+        on_ready(decoder)
     outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files))
     results: list[dict[str, Any]] = []
     try:

@@ -46,7 +46,9 @@ class TrainingSystem(pl.LightningModule):
             term is logged (``train/<term>_loss``, ``val/<term>_loss``, progress bar);
             keys with a ``/`` (``o2m/box``) are per-branch diagnostics and stay unlogged,
             so the loggers and the progress bar see only the task's declared terms.
-        decode: ``decode(outputs, path) -> Tensor``; validation uses ``path="e2e"``.
+        decode: the task's ``decode(outputs=, path=) -> Tensor`` hook.
+        decode_path: the path validation (and the run folder's batch pictures) decode with:
+            the first of the task's ``decode_paths``.
         metric: epoch metric; ``compute()`` returns ``metric_keys`` without ``val/``.
         metric_update: ``metric_update(metric=, outputs=, decoded=, gt=, batch_meta=)``.
         metric_keys: the logged epoch metric keys (``val/...``); the first ones are shown.
@@ -70,12 +72,13 @@ class TrainingSystem(pl.LightningModule):
         self,
         model: nn.Module,
         criterion: nn.Module,
-        decode: Callable[[Mapping[str, Any], str], Tensor],
+        decode: Callable[..., Any],
         metric: nn.Module,
         metric_update: Callable[..., None],
         metric_keys: Sequence[str],
         config: dict[str, Any],
         *,
+        decode_path: str,
         class_names: list[str] | None = None,
         dataset_meta: dict[str, Any] | None = None,
         lr: float = 0.01,
@@ -94,6 +97,7 @@ class TrainingSystem(pl.LightningModule):
         self.model = model
         self.criterion = criterion
         self.decode = decode
+        self.decode_path = decode_path
         self.val_metric = metric
         self.metric_update = metric_update
         self.metric_keys = tuple(metric_keys)
@@ -124,6 +128,10 @@ class TrainingSystem(pl.LightningModule):
         """Forward, both assignments and the dual loss: the region ``model.compile_step`` compiles."""
         outputs = self.model(images)
         return self.criterion(outputs, gt, alpha)
+
+    def decode_outputs(self, outputs: Mapping[str, Any]) -> Any:
+        """The task's decode of a forward's ``outputs`` on :attr:`decode_path` (e.g. ``(B, 300, 6)`` rows)."""
+        return self.decode(outputs=outputs, path=self.decode_path)
 
     def use_compiled_objective(self, fn: Callable[..., tuple[Tensor, dict[str, Tensor]]]) -> None:
         """Swap in a compiled version of :meth:`objective` (the bound method, so state-dict keys stay)."""
@@ -171,7 +179,7 @@ class TrainingSystem(pl.LightningModule):
         with _float32(self.device):
             outputs = self.model(self._to_input(images))
             _, terms = self.criterion(outputs, gt, self.alpha)
-            decoded = self.decode(outputs, "e2e")
+            decoded = self.decode_outputs(outputs)
             self.metric_update(metric=self.val_metric, outputs=outputs, decoded=decoded, gt=gt, batch_meta=meta)
         n = images.shape[0]
         self.log_dict(

@@ -42,9 +42,23 @@ Training (``lucid fit``)
     ``/`` (``o2m/box``) are diagnostics for the caller and are not logged.
 
 ``decode(outputs, path) -> torch.Tensor``
-    ``path`` is ``"e2e"`` (o2o top-k) or ``"nms"`` (o2m + NMS); returns the
-    task's prediction tensor, e.g. ``(B, 300, 6)`` ``[x1, y1, x2, y2, score,
-    class]`` in network-input pixels, zero-score rows as padding.
+    ``path`` is one of :attr:`TaskSpec.decode_paths` (the built-in tasks:
+    ``"e2e"``, o2o top-k, or ``"nms"``, o2m + NMS); returns the task's
+    prediction tensor, e.g. ``(B, 300, 6)`` ``[x1, y1, x2, y2, score, class]``
+    in network-input pixels, zero-score rows as padding. Validation, the run
+    folder's batch pictures and ``lucid predict`` use the first path (unless
+    ``--decoder`` names another); ``lucid eval`` scores every path.
+
+``inference_view(model, paths, device, fold) -> torch.nn.Module`` (optional, API 2.4)
+    The eval-mode, gradient-free copy of a trained ``model`` on ``device``
+    that ``lucid eval`` and ``lucid predict`` run: its output is what
+    ``decode`` reads for each of ``paths`` (a subset of
+    :attr:`TaskSpec.decode_paths`). ``fold`` asks for BatchNorm folded into
+    the convolutions (``False``: the forward of the training run's
+    validation, to the last bit). It may drop what ``paths`` do not read (the
+    built-in tasks' view for ``("e2e",)`` alone is the deployed o2o branch:
+    :func:`lucidyolo.models.inference_view.inference_model`). The original
+    model is left as it was. ``None``: a BN-folded copy of the whole model.
 
 ``build_metric(num_classes, meta) -> torchmetrics.Metric``
     The epoch metric; ``compute()`` returns a dict whose keys, prefixed with
@@ -52,7 +66,7 @@ Training (``lucid fit``)
 
 ``metric_update(metric, outputs, decoded, gt, batch_meta) -> None``
     Feeds one validation batch to the metric: ``outputs`` the raw model output,
-    ``decoded`` the ``e2e`` decode, ``gt`` the padded ground truth,
+    ``decoded`` the decode of the first of :attr:`TaskSpec.decode_paths`, ``gt`` the padded ground truth,
     ``batch_meta`` the :func:`~lucidyolo.structures.packed.unpack` meta
     (``index (B,)``, ``orig_hw (B, 2)``, ``letterbox (B, 3)``).
 
@@ -88,16 +102,20 @@ Commands
     returns the gate metric (a float, NaN fails) of a trained model on the
     training slice.
 
-``evaluate(model, decode, source, img_size, batch_size, device, limit, options) -> dict``
+``evaluate(model, decode, source, img_size, batch_size, device, limit, options, paths) -> dict``
     ``lucid eval``'s protocol; returns ``{"paths": {path: {iou_type: stats
-    dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``.
+    dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``,
+    one entry per decode path of ``paths`` (:attr:`TaskSpec.decode_paths`, in
+    order; API 2.4), ``model`` the task's :attr:`inference_view` for them.
     :mod:`lucidyolo.metrics.coco_protocol` is the reusable pycocotools protocol.
     Optional keys: ``num_images``, ``engine`` (what scored it; default
     ``pycocotools``), ``matches`` (``{path: {iou_type: Matches}}``, asked for
     with ``options["matches"]``: curves, per-class precision and recall) and any
     other JSON-able summary figure, copied into the report.
-    ``options`` holds the command's task-independent switches (``masks``,
-    ``matches``).
+    ``options`` holds every one of the task's :attr:`TaskSpec.eval_options`
+    (its default, or the value ``lucid eval --option NAME=VALUE`` /
+    ``Model.evaluate(options=...)`` gave, parsed to the default's type) and
+    the command's own switch ``matches``.
 
 ``predict(decoded, image_hw, letterbox, class_names, conf) -> list[dict]``
     One image's ``decoded`` rows (``decode(...)[i]``) to JSON-able dicts in
@@ -190,7 +208,7 @@ from typing import Any
 
 from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 3)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 4)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -280,6 +298,76 @@ class MetricSpec:
         return self.columns.get(key, key)
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+ENGINE_EVAL_OPTIONS = ("matches",)
+"""Keys of the ``evaluate`` hook's ``options`` that the engine sets itself: no task may declare them."""
+
+
+@dataclass(frozen=True)
+class EvalOption:
+    """One option of a task's ``lucid eval`` protocol (``--option NAME=VALUE``, ``Model.evaluate(options=)``).
+
+    Attributes:
+        name: the option's name, a lower-case identifier (``masks``); ``matches``
+            is the engine's own and may not be declared.
+        default: the value when none is given; its type (bool, int, float or str)
+            is the option's type.
+        help: one line for ``lucid eval --help`` and error messages.
+    """
+
+    name: str
+    default: bool | int | float | str
+    help: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``bool``, ``int``, ``float`` or ``str``: the default's type."""
+        return type(self.default).__name__
+
+    def parse(self, value: Any) -> bool | int | float | str:
+        """``value`` (a command-line string, or a Python value) as the option's type.
+
+        Raises:
+            ValueError: ``value`` is not of the option's type (a short reason).
+        """
+        kind = self.kind
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if isinstance(value, str) and text in _TRUE + _FALSE:
+                return text in _TRUE
+            raise ValueError(f"{value!r} is not true or false")
+        if kind == "int":
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, str):
+                try:
+                    return int(value.strip())
+                except ValueError:
+                    pass
+            raise ValueError(f"{value!r} is not a whole number")
+        if kind == "float":
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+            if isinstance(value, str):
+                try:
+                    return float(value.strip())
+                except ValueError:
+                    pass
+            raise ValueError(f"{value!r} is not a number")
+        if isinstance(value, str):
+            return value
+        raise ValueError(f"{value!r} is not a string")
+
+    def describe(self) -> str:
+        """``masks=true|false (default true): also score ...``: one line for listings."""
+        shape = {"bool": "true|false", "int": "N", "float": "X"}.get(self.kind, "TEXT")
+        default = str(self.default).lower() if isinstance(self.default, bool) else str(self.default)
+        return f"{self.name}={shape} (default {default})" + (f": {self.help}" if self.help else "")
+
+
 @dataclass(frozen=True)
 class GateSpec:
     """Recipe, metric and floor of a task's ``lucid gate overfit``.
@@ -343,8 +431,15 @@ class TaskSpec:
     (optional) write ``lucid predict --save-txt`` rows and ``--save-json``
     COCO results from the ``predict`` dicts (API 2.3).
     ``target_rows`` (optional, API 2.3) turns a batch's ground truth into
-    ``draw``'s dicts for the run folder's batch images. See the
-    module docstring for each hook's contract and tensor shapes.
+    ``draw``'s dicts for the run folder's batch images.
+    ``decode_paths`` (API 2.4) names the paths ``decode`` accepts, the first
+    the default (validation, batch pictures, ``lucid predict``); ``lucid
+    eval`` scores them all and ``lucid predict --decoder`` accepts only them.
+    ``inference_view`` (optional, API 2.4) builds the model ``lucid eval`` and
+    ``lucid predict`` run for some of the paths. ``eval_options`` (API 2.4)
+    are the task's ``lucid eval --option NAME=VALUE`` switches, passed to
+    ``evaluate`` in ``options``. See the module docstring for each hook's
+    contract and tensor shapes.
     """
 
     name: str
@@ -363,6 +458,8 @@ class TaskSpec:
     eval_img_size: int = 640
     eval_batch_size: int = 32
     presets_package: str | None = None
+    decode_paths: tuple[str, ...] = ("e2e", "nms")
+    eval_options: tuple[EvalOption, ...] = ()
     read_split: Callable[..., Any] | None = None
     build_model: Callable[..., Any] | None = None
     build_criterion: Callable[..., Any] | None = None
@@ -381,11 +478,12 @@ class TaskSpec:
     label_lines: Callable[..., Any] | None = None
     coco_results: Callable[..., Any] | None = None
     target_rows: Callable[..., Any] | None = None
+    inference_view: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
         "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches", "label_lines", "coco_results",
-        "target_rows",
+        "target_rows", "inference_view",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 
@@ -403,6 +501,15 @@ class TaskSpec:
     def trainable(self) -> bool:
         """True when every hook ``lucid fit`` needs is provided and a primary metric is declared."""
         return not self.missing_hooks(*self.FIT_HOOKS) and self.metrics.monitor is not None
+
+    @property
+    def default_decode_path(self) -> str:
+        """The first of :attr:`decode_paths`: validation, batch pictures and ``lucid predict`` decode with it."""
+        return self.decode_paths[0]
+
+    def eval_option(self, name: str) -> EvalOption | None:
+        """The declared evaluation option ``name``, or ``None``."""
+        return next((o for o in self.eval_options if o.name == name), None)
 
     def missing_hooks(self, *names: str) -> list[str]:
         """Names among ``names`` whose hook is ``None``."""

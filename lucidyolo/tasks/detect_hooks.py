@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from lucidyolo.config.schema import ModelConfig
 from lucidyolo.metrics.mapping import clip_to_image
+from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("crowd",)
 """Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
@@ -111,13 +112,14 @@ def _to_coco(rows: Tensor, image_id: int, category_ids: Sequence[int], letterbox
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
-    """COCO ``bbox`` through pycocotools for both decode paths."""
+             limit: int | None, options: Mapping[str, Any] | None = None,
+             paths: Sequence[str] = DECODE_PATHS, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` through pycocotools for each decode path of ``paths``."""
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
 
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=_to_coco, source=source, fields=FIELDS, iou_types=("bbox",),
-        img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+        img_size=img_size, batch_size=batch_size, device=device, limit=limit, paths=paths,
         matches=bool((options or {}).get("matches")),
     )
 

@@ -22,6 +22,7 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
 
 
 class KeypointModelConfig(ModelConfig):
@@ -62,6 +63,8 @@ SPEC = TaskSpec(
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
     decode=lazy_hook(f"{_HOOKS}:decode"),
+    decode_paths=DECODE_PATHS,
+    inference_view=INFERENCE_VIEW,
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),

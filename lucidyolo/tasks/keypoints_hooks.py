@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from lucidyolo.errors import ConfigError
 from lucidyolo.structures.keypoint_detections import KeypointDetections
 from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("keypoints", "crowd")
 """The K points and their visibility of every instance, and COCO crowd regions (ignored, scored as pycocotools does)."""
@@ -190,8 +191,9 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
-    """COCO ``bbox`` and ``keypoints`` (OKS, the 17 person sigmas) through pycocotools for both decode paths.
+             limit: int | None, options: Mapping[str, Any] | None = None,
+             paths: Sequence[str] = DECODE_PATHS, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` and ``keypoints`` (OKS, the 17 person sigmas) through pycocotools for each decode path of ``paths``.
 
     Raises:
         ConfigError: the split's instances do not have 17 points (the COCO protocol's sigmas are per person point).
@@ -209,7 +211,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         )
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=keypoint_results, source=source, fields=FIELDS,
-        iou_types=("bbox", "keypoints"), img_size=img_size, batch_size=batch_size, device=device, limit=limit,
+        iou_types=("bbox", "keypoints"), img_size=img_size, batch_size=batch_size, device=device, limit=limit, paths=paths,
         matches=bool((options or {}).get("matches")),
     )
 

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from lucidyolo.tasks.dual_head import DECODE_PATHS
+
 FIELDS: tuple[str, ...] = ("rboxes",)
 """Beyond boxes, labels and difficult: the rotated box of every instance (long-edge canonical)."""
 
@@ -200,7 +202,8 @@ def _stats(result: Any, class_names: Sequence[str]) -> dict[str, Any]:
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+             limit: int | None, options: Mapping[str, Any] | None = None,
+             paths: Sequence[str] = DECODE_PATHS, **_: Any) -> dict[str, Any]:
     """Rotated mAP per tile (cap 300), and per whole scene plus DOTA's VOC mAP50 when the tiles carry their windows."""
     import time
 
@@ -209,7 +212,8 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     from lucidyolo.metrics.scene_merge import merge_to_scenes, scene_ground_truth
 
     t0 = time.perf_counter()
-    results, timings = predict_split(model, decode, _to_results, source, FIELDS, img_size, batch_size, device, limit)
+    results, timings = predict_split(model, decode, _to_results, source, FIELDS, img_size, batch_size, device, limit,
+                                     paths=paths)
     timings["predict_s"] = time.perf_counter() - t0
     n = len(source) if limit is None else min(limit, len(source))
     c = len(source.class_names)
@@ -219,7 +223,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         t = source.targets(i)
         gts.append((t.rboxes.astype(np.float64), t.labels.astype(np.int64), t.difficult.astype(bool)))
     tiles = tile_windows(source, n)
-    paths: dict[str, Any] = {}
+    scored: dict[str, Any] = {}
     found: dict[str, Any] = {}
     for path, dicts in results.items():
         per = [([], [], []) for _ in range(n)]
@@ -231,19 +235,19 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         dets = [(np.asarray(rb, np.float64).reshape(-1, 5), np.asarray(sc, np.float64), np.asarray(lb, np.int64))
                 for rb, sc, lb in per]
         t1 = time.perf_counter()
-        paths[path] = {"rotated (per tile)": _stats(rotated_map(dets, gts, c, max_dets=300), source.class_names)}
+        scored[path] = {"rotated (per tile)": _stats(rotated_map(dets, gts, c, max_dets=300), source.class_names)}
         if (options or {}).get("matches"):
             found[path] = {"rotated (per tile)": rotated_matches(dets, gts, c, 300, names=source.class_names)}
         if tiles is not None:
             _, scene_dets = merge_to_scenes(dets, tiles)
             _, scene_gts = scene_ground_truth(gts, tiles)
             scene = _stats(rotated_map(scene_dets, scene_gts, c, max_dets=None), source.class_names)
-            paths[path]["rotated (whole scene)"] = scene
-            paths[path]["DOTA VOC07 (whole scene)"] = {
+            scored[path]["rotated (whole scene)"] = scene
+            scored[path]["DOTA VOC07 (whole scene)"] = {
                 "stats": {"mAP50": float(voc_map50(scene_dets, scene_gts, c, use_07_metric=True).map50)}
             }
         timings[f"rotated_map_{path}_s"] = time.perf_counter() - t1
-    return {"paths": paths, "timings": timings, "results": results, "num_images": n,
+    return {"paths": scored, "timings": timings, "results": results, "num_images": n,
             "engine": "lucidyolo rotated mAP (exact polygon IoU by shapely)",
             "num_scenes": len({s for s, _ in tiles}) if tiles is not None else None,
             **({"matches": found} if found else {})}

@@ -59,6 +59,10 @@ class PluginRecord:
             "status": self.status,
             "multi_device": self.spec.capabilities.multi_device if self.spec else None,
             "trainable": self.spec.trainable if self.spec else None,
+            "decode_paths": list(self.spec.decode_paths) if self.spec else [],
+            "eval_options": [
+                {"name": o.name, "default": o.default, "help": o.help} for o in self.spec.eval_options
+            ] if self.spec else [],
             "error": self.error,
             "warning": self.warning,
         }

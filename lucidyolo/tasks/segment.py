@@ -11,6 +11,7 @@ from pydantic import Field
 
 from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
+    EvalOption,
     ExportSpec,
     GateSpec,
     MetricSpec,
@@ -18,6 +19,7 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
 
 
 class SegmentModelConfig(ModelConfig):
@@ -61,6 +63,11 @@ SPEC = TaskSpec(
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
     decode=lazy_hook(f"{_HOOKS}:decode"),
+    decode_paths=DECODE_PATHS,
+    inference_view=INFERENCE_VIEW,
+    eval_options=(
+        EvalOption("masks", True, "also score the instance masks (COCO segm); false: boxes only, faster"),
+    ),
     make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
     build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
     metric_update=lazy_hook(f"{_HOOKS}:metric_update"),

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from lucidyolo.structures.mask_detections import MaskDetections
 from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("polygons", "crowd")
 """Polygon rings of every instance (the mask targets) and COCO crowd regions (ignored, scored as pycocotools does)."""
@@ -116,8 +117,9 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
 
 def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: Mapping[str, Any] | None = None, **_: Any) -> dict[str, Any]:
-    """COCO ``bbox`` and ``segm`` through pycocotools for both decode paths (``masks: False``: boxes only)."""
+             limit: int | None, options: Mapping[str, Any] | None = None,
+             paths: Sequence[str] = DECODE_PATHS, **_: Any) -> dict[str, Any]:
+    """COCO ``bbox`` and ``segm`` through pycocotools for each decode path of ``paths`` (``masks: False``: boxes only)."""
     from lucidyolo.metrics.coco_eval import dets_to_coco_results
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
     from lucidyolo.metrics.mask_assembly import mask_results
@@ -131,7 +133,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     return evaluate_coco_protocol(
         model=model, decode=decode, to_results=mask_results if with_masks else boxes_only, source=source,
         fields=FIELDS, iou_types=("bbox", "segm") if with_masks else ("bbox",), img_size=img_size,
-        batch_size=batch_size, device=device, limit=limit, matches=bool((options or {}).get("matches")),
+        batch_size=batch_size, device=device, limit=limit, paths=paths, matches=bool((options or {}).get("matches")),
     )
 
 

@@ -91,7 +91,7 @@ def test_bad_predict_arguments_are_the_commands_errors(loaded):
     image = np.zeros((32, 32, 3), np.uint8)
     with pytest.raises(UserError, match="--conf 1.5 is outside"):
         loaded.predict(image, conf=1.5)
-    with pytest.raises(UserError, match="--decoder 'fast' is not known"):
+    with pytest.raises(UserError, match="--decoder 'fast' is not a decode path of task 'det'"):
         loaded.predict(image, decoder="fast")
     with pytest.raises(UserError, match="not a multiple of 32"):
         loaded.predict(image, img_size=100, device="cpu")

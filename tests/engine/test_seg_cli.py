@@ -72,7 +72,7 @@ def test_eval_segm_equals_pycocotools_on_the_saved_json(run, lucid):
 
 def test_eval_without_masks_scores_boxes_only(run, lucid):
     out = run["base"] / "eval_boxes"
-    r = lucid("eval", "--checkpoint", str(run["ckpt"]), "--img-size", "128", "--masks", "false",
+    r = lucid("eval", "--checkpoint", str(run["ckpt"]), "--img-size", "128", "--option", "masks=false",
               "--output", str(out / "report.json"), env=run["env"])
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())

@@ -53,7 +53,7 @@ def build_criterion(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) 
 
 
 def decode(outputs: dict[str, Any], path: str, **_: Any) -> Any:
-    """The model output to the task's prediction tensor; ``path`` is ``"e2e"`` or ``"nms"``."""
+    """The model output to the task's prediction tensor; ``path`` is one of ``TaskSpec.decode_paths``."""
     raise _todo("decode")
 
 
@@ -64,7 +64,7 @@ def build_metric(num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
 
 def metric_update(metric: Any, outputs: dict[str, Any], decoded: Any, gt: dict[str, Any],
                   batch_meta: dict[str, Any], **_: Any) -> None:
-    """Feed one validation batch (``decoded`` is the ``e2e`` decode) to the metric."""
+    """Feed one validation batch (``decoded`` decoded on the first of ``decode_paths``) to the metric."""
     raise _todo("metric_update")
 
 
@@ -74,8 +74,11 @@ def make_synthetic(out_dir: Any, num_images: int, img_size: int, seed: int, **_:
 
 
 def evaluate(model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``."""
+             limit: int | None, options: dict[str, Any], paths: tuple[str, ...], **_: Any) -> dict[str, Any]:
+    """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``, one per ``paths``.
+
+    ``options`` holds each of ``TaskSpec.eval_options`` by name (default or given).
+    """
     raise _todo("evaluate")
 
 
@@ -139,3 +142,10 @@ def coco_results(predictions: list[dict[str, Any]], image_id: int, image_hw: tup
     Leave it out when your task has no COCO results form (``--save-json`` then refuses with exit code 2).
     """
     raise _todo("coco_results")
+
+
+def inference_view(model: Any, paths: tuple[str, ...], device: Any, fold: bool, **_: Any) -> Any:
+    """Optional (API 2.4): the eval-mode, gradient-free copy of ``model`` on ``device`` that
+    ``lucid eval`` / ``lucid predict`` run for ``paths`` (``fold``: BatchNorm folded). Leave it
+    out of ``IMPLEMENTED`` and lucid runs a BN-folded copy of the whole model."""
+    raise _todo("inference_view")

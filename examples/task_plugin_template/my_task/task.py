@@ -71,12 +71,19 @@ SPEC = TaskSpec(
     build_model=_hook("build_model"),
     build_criterion=_hook("build_criterion"),
     decode=_hook("decode"),
+    # The paths `decode` accepts; the first is the default (validation, `lucid predict`),
+    # `lucid eval` scores each. One is enough for a model with one answer.
+    decode_paths=("main",),
     build_metric=_hook("build_metric"),
     metric_update=_hook("metric_update"),
     # Optional: the built-in synthetic set (runs without --data-root, your own tests).
     make_synthetic=_hook("make_synthetic"),
     # Optional: `lucid eval`, `lucid predict` (draw: `--save`).
     evaluate=_hook("evaluate"),
+    # Switches of your evaluate protocol, `lucid eval --option NAME=VALUE` (read from `options`),
+    # e.g. (EvalOption("strict", False, "count near misses as errors"),); import EvalOption from
+    # lucidyolo.tasks.api.
+    eval_options=(),
     predict=_hook("predict"),
     draw=_hook("draw"),
     # Optional: the ground truth as `draw`'s dicts, for the run folder's batch pictures.
@@ -89,6 +96,9 @@ SPEC = TaskSpec(
     # Optional: `lucid predict --save-txt` (YOLO-style lines) and `--save-json` (COCO results).
     label_lines=_hook("label_lines"),
     coco_results=_hook("coco_results"),
+    # Optional: the model `lucid eval` / `lucid predict` run for some decode paths (default: the
+    # whole model with BatchNorm folded).
+    inference_view=_hook("inference_view"),
     # Optional: `lucid gate overfit` (a GateSpec) and `lucid export` (an ExportSpec).
     gate=None,
     export=None,

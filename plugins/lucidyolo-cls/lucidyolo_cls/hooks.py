@@ -49,7 +49,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
 
 
 def decode(outputs: Mapping[str, Tensor], path: str = "e2e", **_: Any) -> Tensor:
-    """``(B, C)`` class probabilities (one head: both decode paths are the same)."""
+    """``(B, C)`` class probabilities; ``path`` is the task's one decode path, ``"e2e"``."""
     return torch.softmax(outputs["logits"].float(), dim=-1)
 
 
@@ -69,13 +69,14 @@ def matches(metric: Any, **_: Any) -> dict[str, Any]:
 
 
 def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, **_: Any) -> dict[str, Any]:
-    """Top-1 / top-5 accuracy of the split, with one prediction row per image."""
+             limit: int | None, paths: Sequence[str] = ("e2e",), **_: Any) -> dict[str, Any]:
+    """Top-1 / top-5 accuracy of the split, with one prediction row per image, for the task's one decode path."""
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
     from lucidyolo.metrics.coco_protocol import FirstItems
     from lucidyolo.structures.packed import unpack
 
+    path = paths[0]
     dataset: Any = ValDataset(source, img_size)
     if limit is not None:
         dataset = FirstItems(dataset, limit)
@@ -87,7 +88,7 @@ def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch
     with torch.inference_mode():
         for batch in loader:
             images, gt, meta = unpack(batch, device)
-            probs = decode(model(images), "e2e").cpu()
+            probs = decode(outputs=model(images), path=path).cpu()
             target = gt[NAME].cpu()
             metric.update(probs, target)
             for i in range(probs.shape[0]):
@@ -96,9 +97,9 @@ def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch
                              "score": float(score), "target": int(target[i])})
     stats = {k: float(v) for k, v in metric.compute().items()}
     return {
-        "paths": {"e2e": {"classification": {"stats": stats}}},
+        "paths": {path: {"classification": {"stats": stats}}},
         "timings": {"predict_s": time.perf_counter() - t0},
-        "results": {"e2e": rows},
+        "results": {path: rows},
         "num_images": len(dataset),
     }
 

@@ -25,7 +25,9 @@ SPEC = TaskSpec(
     description="one class per image (class folders: root/{train,val}/<class_name>/*.jpg)",
     config_model=ClsModelConfig,
     capabilities=TaskCapabilities(multi_device=True, export=True),
-    api_version=(2, 3),
+    api_version=(2, 4),
+    # one head, one answer: softmax over the classes (no one-to-many branch to run NMS on)
+    decode_paths=("e2e",),
     fields=("image_class",),
     loss_terms=("ce",),
     metrics=MetricSpec(
