@@ -23,8 +23,9 @@ prints (one line per epoch when stdout is a pipe) and writes (results.csv):
 A shared CPU (issue 35, item 5): ``--compete N`` starts N single-threaded CPU-bound
 processes (a Python spin loop, what a build or a second job is to the scheduler) before
 the fit and stops them after it; ``--threads T`` runs the fit with ``OMP_NUM_THREADS=T``
-(torch's intra-op threads) and ``--omp-wait passive|active`` with ``OMP_WAIT_POLICY``.
-The JSON line records all three.
+(torch's intra-op threads; the default lets ``trainer.threads: auto`` choose) and
+``--omp-wait passive|active`` with ``OMP_WAIT_POLICY``. The JSON line records all three
+and ``threads_used``, the count the run recorded in its ``config.yaml``.
 
 Usage: ``python benchmarks/fit_shapes.py [--task det] [--synthetic] [--data-root DIR] [--epochs 30]
 [--extra "--model.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]``.
@@ -128,11 +129,12 @@ def main() -> None:
     vals = [float(m.group(1)) for ln in epochs if (m := re.search(r"\| val ([0-9.]+) s \|", ln))]
     with open(work / "runs" / "version_0" / "results.csv") as f:
         last = list(csv.DictReader(f))[-1]
+    used = re.search(r"^  threads: (\S+)$", (work / "runs" / "version_0" / "config.yaml").read_text(), re.M)
     done = next((m for ln in reversed(lines) if (m := re.match(r"done: (\S+) ([-0-9.e]+|nan)", ln))), None)
     print(json.dumps({
         "command": " ".join(cmd[1:]), "task": args.task, "epochs": args.epochs,
         "torch_threads": env.get("OMP_NUM_THREADS"), "omp_wait_policy": env.get("OMP_WAIT_POLICY"),
-        "competing_processes": args.compete,
+        "competing_processes": args.compete, "threads_used": used.group(1) if used else None,
         "wall_s": round(wall, 1), "time_to_first_step_s": None if first_step is None else round(first_step, 1),
         "train_img_per_s": round(sum(rates) / len(rates), 2) if rates else None,
         "val_s_per_epoch": round(sum(vals) / len(vals), 2) if vals else None,

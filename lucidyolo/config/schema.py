@@ -250,6 +250,10 @@ class TrainerConfig(StrictModel):
         "auto", description="Lightning precision, or 'auto': bf16-mixed where the device multiplies bfloat16 in "
         "hardware (AMX CPUs, CUDA >= 8.0), else 32-true; validation always runs in float32",
     )
+    threads: int | Literal["auto"] = Field(
+        "auto", description="torch CPU threads per training process: 'auto' takes the cores idle at the start "
+        "(OMP_NUM_THREADS when set), shared among this host's processes; a run records the number it used",
+    )
     default_root_dir: Path | None = Field(None, description="defaults to ./runs/<task>")
     deterministic: bool = True
     gradient_clip_val: float = Field(10.0, ge=0)
@@ -258,6 +262,13 @@ class TrainerConfig(StrictModel):
     limit_val_batches: int | float | None = None
     check_val_every_n_epoch: int = Field(1, gt=0)
     log_every_n_steps: int = Field(10, gt=0)
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("is not a thread count; use a number >= 1 or 'auto'")
+        return v
 
     @field_validator("devices")
     @classmethod

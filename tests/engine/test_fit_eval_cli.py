@@ -8,6 +8,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,8 @@ def test_embedded_default_writes_a_whole_run_directory(run):
     for name in ("config.yaml", "results.csv", "metrics.csv", "results.png", "checkpoints/last.ckpt", "checkpoints/best.ckpt"):
         assert (d / name).is_file(), name
     assert list(d.glob("events.out.tfevents.*")), "TensorBoard events missing from the version folder"
+    # the run records the thread count `auto` resolved to, so a resume keeps it
+    assert isinstance(yaml.safe_load((d / "config.yaml").read_text())["trainer"]["threads"], int)
     with open(d / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]
