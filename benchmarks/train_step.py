@@ -12,7 +12,9 @@ ratio full/bare is what the loop keeps of the machine's limit for this model
 
 With several tasks each point is measured for every task side by side, and the
 bare-step cost of each task relative to the first (their steps interleaved) (``step_cost_vs_<task>``:
-seconds per image over the first task's) is reported (aim for seg: <= 1.4x det).
+seconds per image over the first task's) is reported (aim for seg: <= 1.4x det), beside the ratio of
+their training-forward FLOPs (``flops_vs_<task>``, torch's FLOP counter, one image, both head
+branches): a step bound by arithmetic cannot cost less than that.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class _Timer(pl.Callback):
 
 def full_loop(spec, cfg, train, val, steps: int, warmup: int) -> float:
     dm = build_datamodule(spec, cfg, train, val)
-    system = build_system(spec, cfg, len(train.class_names), list(train.class_names), dataset_meta(spec, train))
+    system = build_system(spec, cfg, len(train.class_names), list(train.class_names), dataset_meta(spec, train),
+                          channels_last=True)
     timer = _Timer(warmup)
     trainer = pl.Trainer(
         accelerator="cpu", devices=1, max_epochs=1, limit_train_batches=warmup + steps, limit_val_batches=0,
@@ -76,13 +79,15 @@ class BareStepper:
     def __init__(self, spec, cfg, train, val, count: int) -> None:
         dm = build_datamodule(spec, cfg, train, val)
         dm.setup("fit")
+        # channels-last as `lucid fit` builds it on the CPU and CUDA
         self.system = build_system(spec, cfg, len(train.class_names), list(train.class_names),
-                                   dataset_meta(spec, train))
+                                   dataset_meta(spec, train), channels_last=True)
         # the same batches the full loop sees (instance counts vary), decoded before timing starts
         batches = []
         while len(batches) < count:
             batches += [unpack(b, "cpu") for b in dm.train_dataloader()]
-        self.batches = batches[:count]
+        self.batches = [(images.contiguous(memory_format=torch.channels_last), gt, meta)
+                        for images, gt, meta in batches[:count]]
         from lucidyolo.optim.musgd import MuSGD
         from lucidyolo.optim.schedule import warmup_linear_schedule
 
@@ -109,6 +114,18 @@ class BareStepper:
     @property
     def img_s(self) -> float:
         return self.images / self.seconds
+
+
+def train_forward_gflops(model: torch.nn.Module, size: int) -> float:
+    """GFLOPs of one training-mode forward (both head branches and every training-only stem) of one image."""
+    import copy
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    twin = copy.deepcopy(model).train()  # its BatchNorm statistics move; the timed model's do not
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        twin(torch.zeros(1, 3, size, size))
+    return counter.get_total_flops() / 1e9
 
 
 def bare_steps(steppers: list[BareStepper], steps: int, warmup: int) -> list[float]:
@@ -148,10 +165,14 @@ def main() -> None:
                 val = open_split(spec, cfg, root, "val", "val")
                 runs.append((spec, cfg, train, val, BareStepper(spec, cfg, train, val, args.warmup + args.steps)))
             bare = bare_steps([r[-1] for r in runs], args.steps, args.warmup)
+            flops = [train_forward_gflops(r[-1].system.model, size) for r in runs]
             for k, (spec, cfg, train, val, _) in enumerate(runs):
-                row = {"task": spec.name, "img_size": size, "batch": batch, "bare_img_s": round(bare[k], 3)}
+                row = {"task": spec.name, "img_size": size, "batch": batch, "bare_img_s": round(bare[k], 3),
+                       "train_forward_gflops": round(flops[k], 3)}
                 if k:
                     row[f"step_cost_vs_{specs[0].name}"] = round(bare[0] / bare[k], 3)
+                    # a step bound by arithmetic costs what its FLOPs say: the floor of the ratio above
+                    row[f"flops_vs_{specs[0].name}"] = round(flops[k] / flops[0], 3)
                 if not args.bare_only:
                     full = full_loop(spec, cfg, train, val, args.steps, args.warmup)
                     row.update(full_img_s=round(full, 3), ratio=round(full / bare[k], 3))
