@@ -8,12 +8,14 @@ import pytest
 import torch
 from torch import Tensor
 
+from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
 from lucidyolo.metrics.per_image_epoch_metric import (
     ImageRows,
     PerImageEpochMetric,
     as_bool,
     as_float64,
 )
+from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
 
 
 class _Counts(PerImageEpochMetric):
@@ -43,6 +45,16 @@ def _batch(scores: list[list[float]], labels: list[list[int]]) -> tuple[Tensor, 
     """A batch: score rows ``(B, 3)`` (0 padding), labels ``(B, 2)`` with -1 as padding."""
     lab = torch.tensor(labels)
     return torch.tensor(scores), {"labels": lab.clamp(min=0), "mask": lab >= 0}
+
+
+def test_the_rotated_and_oks_metrics_are_per_image_epoch_metrics() -> None:
+    assert issubclass(RotatedEpochMAP, PerImageEpochMetric)
+    assert issubclass(OKSEpochMAP, PerImageEpochMetric)
+    for metric in (RotatedEpochMAP(num_classes=2), OKSEpochMAP(5)):
+        assert metric.state_dict() == {}  # nothing of it travels in a checkpoint
+        zero = metric.compute()
+        assert list(zero) == list(type(metric).keys) and metric.last_result is None
+        assert all(v.dtype == torch.float32 and float(v) == 0.0 for v in zero.values())
 
 
 def test_two_images_keep_their_first_record_in_first_seen_order() -> None:
