@@ -1,12 +1,13 @@
 """Epoch keypoint mAP (COCO OKS AP@[.50:.05:.95]) for the pose task, single device.
 
-:class:`OKSEpochMAP` keeps, per validation image, its predicted rows and points
-and its ground truth as small float64 numpy arrays on the CPU; ``compute``
-builds a COCO ground-truth dict and results list from them and scores them with
-pycocotools' ``keypoints`` COCOeval (through
-:func:`~lucidyolo.metrics.coco_eval.evaluate_coco`, with the task's sigmas).
-The pose task declares ``multi_device=False``, so nothing is gathered across
-ranks.
+:class:`OKSEpochMAP` is a
+:class:`~lucidyolo.metrics.per_image_epoch_metric.PerImageEpochMetric`: it
+keeps, per validation image, its predicted rows and points and its ground
+truth as small float64 numpy arrays on the CPU; ``compute`` builds a COCO
+ground-truth dict and results list from them and scores them with pycocotools'
+``keypoints`` COCOeval (through :func:`~lucidyolo.metrics.coco_eval.evaluate_coco`,
+with the task's sigmas). The pose task declares ``multi_device=False``, so
+nothing is gathered across ranks.
 
 Everything is scored in the network-input (letterboxed) frame the batch comes
 in. OKS is invariant to the letterbox's uniform scale and shift (squared point
@@ -42,22 +43,24 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
 from lucidyolo.metrics.epoch_map import precision_recall
 from lucidyolo.metrics.keypoint_results import keypoint_results
 from lucidyolo.metrics.mapping import clip_to_image, image_region
 from lucidyolo.metrics.oks import keypoint_sigmas
+from lucidyolo.metrics.per_image_epoch_metric import (
+    ImageRows,
+    PerImageEpochMetric,
+    as_bool,
+    as_float64,
+)
 from lucidyolo.metrics.segm_epoch_map import top_per_class
 from lucidyolo.structures.keypoint_detections import KeypointDetections
 
 KEYPOINT_MAX_DETS = 20
 """COCOeval's ``maxDets`` for ``iouType="keypoints"``."""
-
-
-def _np(t: Tensor) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
 
 
 def _clip_points(points: Tensor, batch_meta: Mapping[str, Tensor]) -> Tensor:
@@ -70,7 +73,7 @@ def _clip_points(points: Tensor, batch_meta: Mapping[str, Tensor]) -> Tensor:
     return torch.cat((xy, points[..., 2:]), dim=-1)
 
 
-class OKSEpochMAP(nn.Module):
+class OKSEpochMAP(PerImageEpochMetric):
     """COCO keypoint AP@[.50:.05:.95] (OKS) over a validation epoch.
 
     Args:
@@ -87,6 +90,9 @@ class OKSEpochMAP(nn.Module):
     when there was nothing to score.
     """
 
+    keys = ("oks_mAP", "oks_precision", "oks_recall")
+    last_result: CocoResult | None
+
     def __init__(
         self,
         num_keypoints: int,
@@ -101,18 +107,11 @@ class OKSEpochMAP(nn.Module):
             raise ValueError(f"{len(self.sigmas)} sigmas for num_keypoints={self.num_keypoints}")
         self.num_classes = num_classes
         self.max_dets = max_dets
-        self.last_result: CocoResult | None = None
-        self.reset()
 
-    def reset(self) -> None:
-        """Forget every image seen (call after ``compute`` at the end of an epoch)."""
-        # image id -> (det rows (n, 6), det points (n, K, 3), gt boxes (m, 4), labels (m,),
-        #              gt points (m, K, 2), visibility (m, K), crowd (m,))
-        self._images: dict[int, tuple[np.ndarray, ...]] = {}
-        self._seen = 0
-
-    def update(self, decoded: KeypointDetections, gt: Mapping[str, Tensor], batch_meta: Mapping[str, Tensor]) -> None:
-        """Add one batch.
+    def image_rows(self, decoded: KeypointDetections, gt: Mapping[str, Tensor],
+                   batch_meta: Mapping[str, Tensor]) -> list[ImageRows]:
+        """Each image's ``predicted`` ``(rows (n, 6), points (n, K, 3))`` and ``truth`` ``(boxes (m, 4),
+        labels (m,), points (m, K, 2), visibility (m, K), crowd (m,) bool)``, float64 but for ``crowd``.
 
         Args:
             decoded: ``rows (B, N, 6)`` (score 0 padding) and ``keypoints (B, N, K, 3)``,
@@ -120,12 +119,10 @@ class OKSEpochMAP(nn.Module):
             gt: padded ground truth in the same frame: ``boxes (B, M, 4)`` xyxy,
                 ``labels (B, M)``, ``mask (B, M)`` bool, ``keypoints (B, M, K, 2)``,
                 ``visibility (B, M, K)``, optional ``crowd (B, M)``.
-            batch_meta: ``index (B,)`` image index in the split (an image seen
-                again keeps its first record; without it every image is new),
-                optional ``letterbox (B, 3)`` and ``orig_hw (B, 2)`` (enable clipping).
+            batch_meta: ``index (B,)`` (see :meth:`update`), optional
+                ``letterbox (B, 3)`` and ``orig_hw (B, 2)`` (enable clipping).
         """
         rows, points = decoded.rows, decoded.keypoints
-        b = rows.shape[0]
         if points.shape[-2] != self.num_keypoints or gt["keypoints"].shape[-2] != self.num_keypoints:
             raise ValueError(
                 f"OKSEpochMAP(num_keypoints={self.num_keypoints}) got predicted K={points.shape[-2]}, "
@@ -136,36 +133,34 @@ class OKSEpochMAP(nn.Module):
             points = _clip_points(points, batch_meta)
         if self.max_dets is not None:
             rows = top_per_class(rows, self.max_dets)
-        rows_np, points_np = _np(rows), _np(points)
-        mask = gt["mask"].detach().to("cpu", torch.bool).numpy()  # (B, M)
-        boxes, labels = _np(gt["boxes"]), _np(gt["labels"])
-        gt_points, vis = _np(gt["keypoints"]), _np(gt["visibility"])
-        crowd = _np(gt["crowd"]) > 0 if gt.get("crowd") is not None else np.zeros_like(mask)
-        index = batch_meta.get("index")
-        ids = (np.arange(self._seen, self._seen + b) if index is None else _np(index).reshape(b)).astype(np.int64)
-        self._seen += b
-        for i, image_id in enumerate(ids.tolist()):
-            if image_id in self._images:
-                continue
+        rows_np, points_np = as_float64(rows), as_float64(points)
+        mask = as_bool(gt["mask"])  # (B, M)
+        boxes, labels = as_float64(gt["boxes"]), as_float64(gt["labels"])
+        gt_points, vis = as_float64(gt["keypoints"]), as_float64(gt["visibility"])
+        crowd = as_float64(gt["crowd"]) > 0 if gt.get("crowd") is not None else np.zeros_like(mask)
+        images = []
+        for i in range(rows_np.shape[0]):
             keep, real = rows_np[i, :, 4] > 0, mask[i]
-            self._images[image_id] = (
-                rows_np[i, keep], points_np[i, keep],
-                boxes[i, real], labels[i, real], gt_points[i, real], vis[i, real], crowd[i, real],
-            )  # fmt: skip
+            images.append(ImageRows(
+                (rows_np[i, keep], points_np[i, keep]),
+                (boxes[i, real], labels[i, real], gt_points[i, real], vis[i, real], crowd[i, real]),
+            ))  # fmt: skip
+        return images
 
-    def to_coco(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The COCO ground truth and ``keypoints`` results of everything seen (network-input frame).
+    def to_coco(self, images: Mapping[int, ImageRows] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The COCO ground truth and ``keypoints`` results of ``images`` (default: everything seen), network-input frame.
 
         Category ids are the contiguous labels; image ids the split indices.
         """
+        images = self._images if images is None else images
         labels: set[int] = set()
-        for det, _, _, lab, *_ in self._images.values():
+        for (det, _), (_, lab, *_) in images.values():
             labels |= set(det[:, 5].astype(np.int64).tolist()) | set(lab.astype(np.int64).tolist())
         cat_ids = list(range(self.num_classes)) if self.num_classes is not None else sorted(labels)
         identity = list(range(max([*cat_ids, *labels], default=-1) + 1))  # label -> category id
         anns: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
-        for image_id, (det, det_pts, boxes, lab, pts, vis, crowd) in self._images.items():
+        for image_id, ((det, det_pts), (boxes, lab, pts, vis, crowd)) in images.items():
             results += keypoint_results(KeypointDetections(det, det_pts), image_id, identity)
             wh = boxes[:, 2:] - boxes[:, :2]  # (m, 2)
             flat = np.concatenate([pts, vis[..., None]], axis=-1).reshape(len(boxes), 3 * self.num_keypoints)  # (m, 3K)
@@ -182,26 +177,22 @@ class OKSEpochMAP(nn.Module):
                     "num_keypoints": int((vis[j] > 0).sum()),
                 })  # fmt: skip
         gt = {
-            "images": [{"id": i} for i in self._images],
+            "images": [{"id": i} for i in images],
             "categories": [{"id": c, "name": str(c)} for c in cat_ids],
             "annotations": anns,
         }
         return gt, results
 
-    def compute(self) -> dict[str, Tensor]:
-        """Score everything seen.
-
-        Returns:
-            ``{"oks_mAP": t, "oks_precision": t, "oks_recall": t}`` (logged as
-            ``val/oks_mAP`` ...; precision and recall at OKS 0.5 and the best
-            mean-F1 confidence), float32 tensors; 0.0 where COCOeval reports -1 (no scorable ground truth) or
-            nothing was seen, as :class:`~lucidyolo.metrics.epoch_map.EpochMAP`
-            does, so a checkpoint monitor never prefers an empty epoch.
+    def score(self, images: Mapping[int, ImageRows]) -> dict[str, Tensor] | None:
+        """``{"oks_mAP": t, "oks_precision": t, "oks_recall": t}`` (logged as
+        ``val/oks_mAP`` ...; precision and recall at OKS 0.5 and the best
+        mean-F1 confidence), float32 tensors; 0.0 where COCOeval reports -1
+        (no scorable ground truth), as :class:`~lucidyolo.metrics.epoch_map.EpochMAP`
+        does; ``None`` without any category.
         """
-        gt, results = self.to_coco()
-        if not gt["images"] or not gt["categories"]:
-            self.last_result = None
-            return {"oks_mAP": torch.tensor(0.0, dtype=torch.float32), **precision_recall(None, "oks_")}
+        gt, results = self.to_coco(images)
+        if not gt["categories"]:
+            return None
         result = evaluate_coco(gt, results, iou_type="keypoints", kpt_oks_sigmas=self.sigmas, matches=True)
         self.last_result = result
         return {"oks_mAP": torch.tensor(max(result.stats["AP"], 0.0), dtype=torch.float32),
