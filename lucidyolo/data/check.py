@@ -95,6 +95,7 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
     """Guess the instance fields a root labels: keypoints if it declares them, rotated
     boxes for DOTA or 9-number YOLO rows, polygons for longer YOLO rows, else none (boxes)."""
     from lucidyolo.data.layouts import coco_candidates, detect_families
+    from lucidyolo.structures.fields import registered_fields
 
     try:
         fam = detect_families(data_root, "train", ())
@@ -106,8 +107,9 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
         from lucidyolo.data.yolo import _list_images, label_path_for, parse_yolo_yaml
 
         spec = parse_yolo_yaml(fam["yolo"].yaml)  # type: ignore[arg-type]
-        if spec.kpt_shape is not None:
-            return ("keypoints", "visibility")
+        declared = next((f for f in registered_fields() if f.yolo and f.yolo.declares and f.yolo.declares(spec.raw)), None)
+        if declared is not None:  # the yaml names the row format itself (kpt_shape)
+            return declared.attr_names
         try:
             images = _list_images(spec, "train")[:50]
         except DataError:

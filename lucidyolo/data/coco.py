@@ -161,7 +161,8 @@ def read_coco(
     skeleton = keypoint_skeleton(data, cat_ids, k)
     del data
 
-    builder = SourceBuilder(fields, num_keypoints=k)
+    meta = {} if k is None else {"num_keypoints": k, "flip_idx": keypoint_flip_idx(kp_names or []), "skeleton": skeleton}
+    builder = SourceBuilder(fields, meta=meta)
     for j, im in enumerate(images):
         rel = str(im["file_name"])
         h, w = int(im.get("height", 0)), int(im.get("width", 0))
@@ -175,13 +176,10 @@ def read_coco(
             )
         builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, k, ann_file))
         per_image[j] = []  # free as we go
-    flip = keypoint_flip_idx(kp_names) if kp_names is not None else None
     return builder.build(
         root=images_dir,
         class_names=class_names,
         category_ids=cat_ids,
-        flip_idx=flip,
-        skeleton=skeleton,
         ann_file=ann_file,
         name=name or str(ann_file),
         layout=layout,

@@ -42,9 +42,10 @@ def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, A
         return data
 
     cats: list[dict[str, Any]] = [{"id": cid, "name": n} for cid, n in zip(source.category_ids, source.class_names, strict=True)]
-    if "keypoints" in source.fields and source.num_keypoints:
+    k = source.meta().get("num_keypoints")
+    if "keypoints" in source.fields and k:
         for c in cats:
-            c["keypoints"] = [f"kp{k}" for k in range(source.num_keypoints)]
+            c["keypoints"] = [f"kp{i}" for i in range(k)]
             c["skeleton"] = []
     images: list[dict[str, Any]] = []
     anns: list[dict[str, Any]] = []

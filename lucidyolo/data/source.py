@@ -36,12 +36,11 @@ class ImageSource:
         class_names: class names in contiguous label order.
         category_ids: the dataset's own category id of each contiguous label
             (COCO ids; ``0..C-1`` for YOLO and DOTA roots).
-        num_keypoints: K when keypoints are read, else ``None``.
-        flip_idx: horizontal-flip permutation of the K keypoints;
-            ``None`` means flipping is not allowed.
-        skeleton: the limbs of the keypoint schema as 0-based ``(a, b)`` point
-            pairs when the data declares them (COCO categories' ``skeleton``),
-            else ``None``; used to draw targets and predictions only.
+        meta: the dataset meta the reader found for the fields' rules and the
+            task (:meth:`meta`): e.g. ``num_keypoints`` (K), ``flip_idx`` (the
+            mirror permutation of the K points; ``None``: flipping is not
+            allowed) and ``skeleton`` (0-based limbs, drawing only) for
+            keypoints. Each field rule reads the keys it declares.
         ann_file: the COCO JSON this split was read from, if any (evaluation
             reuses it so crowd and RLE annotations count as in pycocotools).
         name: short human-readable description (root and split).
@@ -77,19 +76,15 @@ class ImageSource:
         difficult: np.ndarray,
         extra: dict[str, Any] | None = None,
         image_extra: dict[str, np.ndarray] | None = None,
-        num_keypoints: int | None = None,
-        flip_idx: list[int] | None = None,
+        meta: dict[str, Any] | None = None,
         ann_file: Path | None = None,
         name: str = "",
         layout: str = "",
-        skeleton: list[list[int]] | None = None,
     ) -> None:
         self.fields = tuple(fields)
         self.class_names = list(class_names)
         self.category_ids = [int(c) for c in category_ids]
-        self.num_keypoints = num_keypoints
-        self.flip_idx = None if flip_idx is None else [int(i) for i in flip_idx]
-        self.skeleton = None if skeleton is None else [[int(a), int(b)] for a, b in skeleton]
+        self._meta = dict(meta or {})
         self.ann_file = ann_file
         self.name = name
         self.layout = layout
@@ -160,8 +155,8 @@ class ImageSource:
         return read_image(self.image_path(i))
 
     def meta(self) -> dict[str, Any]:
-        """The dataset meta field rules and tasks read (``num_keypoints``, ``flip_idx``)."""
-        return {"num_keypoints": self.num_keypoints, "flip_idx": self.flip_idx}
+        """The dataset meta field rules and tasks read (a copy; keypoints: ``num_keypoints``, ``flip_idx``, ``skeleton``)."""
+        return dict(self._meta)
 
     def targets(self, i: int) -> Targets:
         """Ground truth of image ``i`` in original pixels (crowd regions flagged when the task reads them).
@@ -208,9 +203,8 @@ class ImageSource:
             rel_paths=self._rel_paths[keep], image_ids=self._image_ids[keep], hw=self._hw[keep],
             inst_offsets=np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64),
             boxes=kept.boxes, labels=kept.labels, difficult=kept.difficult, extra=kept.extra,
-            image_extra={k: v[keep] for k, v in self._image_extra.items()}, num_keypoints=self.num_keypoints,
-            flip_idx=self.flip_idx, ann_file=self.ann_file, name=self.name, layout=self.layout,
-            skeleton=self.skeleton,
+            image_extra={k: v[keep] for k, v in self._image_extra.items()}, meta=self._meta,
+            ann_file=self.ann_file, name=self.name, layout=self.layout,
         )
         out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
         out.fit_checks = self.fit_checks
@@ -283,7 +277,7 @@ class SourceBuilder:
     """
 
     fields: tuple[str, ...]
-    num_keypoints: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
     _paths: list[bytes] = field(default_factory=list)
     _ids: list[int] = field(default_factory=list)
     _hw: list[tuple[int, int]] = field(default_factory=list)
@@ -297,11 +291,11 @@ class SourceBuilder:
         same attributes.
         """
         if targets is None:
-            targets = Targets.empty_for_fields(self.fields, self.num_keypoints)
+            targets = Targets.empty_for_fields(self.fields, meta=self.meta)
         for spec in field_specs(self.fields):
             for a in spec.attrs:
                 if a.fill_missing and getattr(targets, a.name) is None:
-                    setattr(targets, a.name, a.filled(len(targets), {"num_keypoints": self.num_keypoints}))
+                    setattr(targets, a.name, a.filled(len(targets), self.meta))
         self._paths.append(rel_path.encode("utf-8"))
         self._ids.append(int(image_id))
         self._hw.append((int(hw[0]), int(hw[1])))
@@ -316,14 +310,12 @@ class SourceBuilder:
         root: Path,
         class_names: list[str],
         category_ids: list[int],
-        flip_idx: list[int] | None = None,
         ann_file: Path | None = None,
         name: str = "",
         layout: str = "",
-        skeleton: list[list[int]] | None = None,
     ) -> ImageSource:
-        """Pack everything added so far into an :class:`ImageSource`."""
-        template, _ = Targets.empty_for_fields(self.fields, self.num_keypoints).split_image_targets()
+        """Pack everything added so far into an :class:`ImageSource` carrying :attr:`meta`."""
+        template, _ = Targets.empty_for_fields(self.fields, meta=self.meta).split_image_targets()
         split = [t.split_image_targets() for t in self._targets]
         joined = Targets.concat([t for t, _ in split]) if split else template
         image_names = {name for _, image in split for name in image}
@@ -345,10 +337,8 @@ class SourceBuilder:
             difficult=joined.difficult,
             extra=joined.extra,
             image_extra=image_extra,
-            num_keypoints=self.num_keypoints if "keypoints" in self.fields else None,
-            flip_idx=flip_idx,
+            meta=self.meta,
             ann_file=ann_file,
             name=name,
             layout=layout,
-            skeleton=skeleton,
         )

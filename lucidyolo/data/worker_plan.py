@@ -118,7 +118,8 @@ def largest_batch_nbytes(
     most = lambda a: int(a.max()) if len(a) else 0  # noqa: E731
     return packed_nbytes(
         fields, batch_size, img_size, most(counts) * factor, float_images=float_images,
-        num_keypoints=int(getattr(source, "num_keypoints", None) or 0), ring_points=most(points) * factor,
+        meta=source.meta(),  # type: ignore[attr-defined]
+        ring_points=most(points) * factor,
         rings=most(rings) * factor, page=shm_page_size(),
     )
 

@@ -1,11 +1,12 @@
 """YOLO-format root reader: a ``data.yaml`` plus ``images/`` and ``labels/`` text files.
 
-Row formats (all coordinates normalised to ``[0, 1]``):
-
-- det: ``c cx cy w h`` (a polygon row is accepted too; its enclosing box is used);
-- seg: ``c x1 y1 x2 y2 ...`` (>= 3 points);
-- obb: ``c x1 y1 x2 y2 x3 y3 x4 y4``;
-- pose: ``c cx cy w h`` + K x ``(x, y[, v])`` with ``kpt_shape: [K, 2|3]``.
+One row per instance: the class id, then numbers normalised to ``[0, 1]``.
+What the numbers mean is the rule of the task's field that has one
+(:class:`~lucidyolo.structures.field_io.YoloRows`: polygon rows for
+segmentation, 4-corner rows for rotated boxes, pose rows with ``kpt_shape``,
+or a plugin's own); a task with no such field reads box rows ``c cx cy w h``
+(a polygon row is accepted too; its enclosing box is used). The fields' rules
+also read their dataset meta from the yaml (``kpt_shape``, ``flip_idx``).
 
 Labels sit beside images with ``images`` replaced by ``labels`` in the path. A
 missing or empty label file is a background image. Coordinates slightly
@@ -32,8 +33,9 @@ from lucidyolo.data.image_io import (
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.data.yaml_paths import SplitPath, dataset_root, resolve_split_path, through_symlink
 from lucidyolo.errors import DataError
-from lucidyolo.structures.geometry import corners_to_rbox, corners_to_xyxy
-from lucidyolo.structures.targets import Polygons, Targets
+from lucidyolo.structures.field_io import YoloRows
+from lucidyolo.structures.fields import FieldSpec, field_specs
+from lucidyolo.structures.targets import Targets
 
 # Normalised coordinates beyond this are not "slightly outside": they are
 # almost certainly pixel coordinates written into a YOLO file.
@@ -52,15 +54,15 @@ class YoloSpec:
     ``splits`` keeps the entries as written; they are resolved (and refused if
     they leave the root) only when that split is read, so a broken ``test:``
     never stops training. ``warnings`` are about ``path:`` (see
-    :mod:`lucidyolo.data.yaml_paths`).
+    :mod:`lucidyolo.data.yaml_paths`). ``raw`` is the whole mapping: the
+    fields' row rules read their own keys from it (``kpt_shape``).
     """
 
     yaml_path: Path
     root: Path
     splits: dict[str, list[str]]
     class_names: list[str]
-    kpt_shape: tuple[int, int] | None
-    flip_idx: list[int] | None
+    raw: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def split_key(self, split: str) -> str | None:
@@ -129,8 +131,8 @@ def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
     entries are relative to it, by the rule in :mod:`lucidyolo.data.yaml_paths`.
 
     Raises:
-        DataError: missing ``names`` (and ``nc``), a bad ``kpt_shape`` or
-            ``flip_idx``.
+        DataError: missing ``names`` (and ``nc``). Keys a field's rule reads
+            (``kpt_shape``) are checked by that rule, when the field is read.
     """
     data = _load_yaml(yaml_path)
     where = dataset_root(yaml_path, data.get("path"))
@@ -143,22 +145,7 @@ def parse_yolo_yaml(yaml_path: Path) -> YoloSpec:
             continue
         splits[split] = [str(e) for e in (v if isinstance(v, list) else [v])]
 
-    kpt_shape = None
-    flip_idx = None
-    if "kpt_shape" in data and data["kpt_shape"] is not None:
-        ks = data["kpt_shape"]
-        if not (isinstance(ks, list) and len(ks) == 2 and int(ks[0]) > 0 and int(ks[1]) in (2, 3)):
-            raise DataError(f"{yaml_path}: kpt_shape {ks!r} must be [K, 2] or [K, 3].")
-        kpt_shape = (int(ks[0]), int(ks[1]))
-        fi = data.get("flip_idx")
-        if fi is not None:
-            fi = [int(i) for i in fi]
-            if sorted(fi) != list(range(kpt_shape[0])):
-                raise DataError(f"{yaml_path}: flip_idx {fi} is not a permutation of 0..{kpt_shape[0] - 1}.")
-            if any(fi[fi[i]] != i for i in range(len(fi))):
-                raise DataError(f"{yaml_path}: flip_idx {fi} is not its own inverse (left<->right pairs).")
-            flip_idx = fi
-    return YoloSpec(yaml_path, where.root, splits, class_names, kpt_shape, flip_idx, where.warnings)
+    return YoloSpec(yaml_path, where.root, splits, class_names, data, where.warnings)
 
 
 def find_yolo_yaml(root: Path) -> list[Path]:
@@ -272,19 +259,56 @@ def _parse_float(tok: str, where: str) -> float:
     return v
 
 
-GEOMETRY_FIELDS = ("polygons", "rboxes", "keypoints")
-"""The fields whose presence picks a YOLO row format; with none of them rows are boxes (or polygons kept as boxes)."""
+def _box_read(rows: list[np.ndarray], hw: tuple[int, int], meta: Any, where: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    """Box rows ``cx cy w h``; polygon rows give their enclosing box (a seg root read for detection)."""
+    scale = np.array([hw[1], hw[0]], np.float64)
+    for r, loc in zip(rows, where, strict=True):
+        if r.size == 4 and (r[2] < 0 or r[3] < 0):
+            raise DataError(f"{loc}: negative box size w={r[2]:g} h={r[3]:g}.", fix="Fix or remove the row.")
+    if all(r.size == 4 for r in rows):
+        b = np.stack(rows)
+        cxcy, wh = b[:, :2] * scale, b[:, 2:4] * scale
+        return np.concatenate([cxcy - wh / 2, cxcy + wh / 2], 1), {}
+    rings = [np.clip(r.reshape(-1, 2) * scale, 0, scale) if r.size != 4 else _cxcywh_corners(r, scale) for r in rows]
+    return np.stack([np.concatenate([q.min(0), q.max(0)]) for q in rings]), {}
 
 
-def _boxes_only(fields: tuple[str, ...]) -> bool:
-    return not any(f in fields for f in GEOMETRY_FIELDS)
+BOX_ROWS = YoloRows(
+    kind="box",
+    need=lambda meta: "5 fields (c cx cy w h) or a polygon row",
+    accepts=lambda count, meta: count == 4 or (count >= 6 and count % 2 == 0),
+    read=_box_read,
+)
+"""The rows of a task none of whose fields has a YOLO row rule (detection)."""
 
 
-def _row_kind(fields: tuple[str, ...]) -> str:
-    return next((f"{f[:-1] if f.endswith('s') else f}" for f in GEOMETRY_FIELDS if f in fields), "box")
+def row_rule(fields: tuple[str, ...], yaml_path: Path) -> tuple[YoloRows, tuple[FieldSpec, ...]]:
+    """The rule that reads the task's rows and the fields it fills (none: :data:`BOX_ROWS`).
+
+    Raises:
+        DataError: two fields both define a row (a YOLO row holds one geometry),
+            or a field has no YOLO rule and no default (``fill_missing``): it
+            would be trained on zeros.
+    """
+    specs = field_specs(fields)
+    ruled = [f for f in specs if f.yolo is not None]
+    if len(ruled) > 1:
+        raise DataError(
+            f"{yaml_path}: the task's fields {', '.join(repr(f.name) for f in ruled)} each define a YOLO row; "
+            "a YOLO label row holds one of them.",
+            fix="Read this task's data from a COCO JSON, or give the task one field with a YOLO row rule.",
+        )
+    unread = [f.name for f in specs if f.yolo is None and not all(a.fill_missing for a in f.attrs)]
+    if unread:
+        raise DataError(
+            f"{yaml_path}: the task's field {unread[0]!r} cannot be read from YOLO label rows.",
+            why="no YOLO row rule fills it (FieldSpec.yolo), and training it on zeros would be silently wrong.",
+            fix=f"Read the data with a layout that has {unread[0]!r} (e.g. a COCO JSON), or give the field a YOLO row rule.",
+        )
+    return (ruled[0].yolo, tuple(ruled)) if ruled else (BOX_ROWS, ())  # type: ignore[return-value]
 
 
-def _parse_rows(path: Path, fields: tuple[str, ...], nc: int, kpt_shape: tuple[int, int] | None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
+def _parse_rows(path: Path, rule: YoloRows, meta: dict[str, Any], nc: int) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
     """Parse one label file into (classes, per-row float arrays, locations)."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -301,22 +325,8 @@ def _parse_rows(path: Path, fields: tuple[str, ...], nc: int, kpt_shape: tuple[i
             continue
         where = f"{path}:{ln}"
         n = len(toks)
-        if _boxes_only(fields):
-            ok = n == 5 or (n >= 7 and (n - 1) % 2 == 0)
-            need = "5 fields (c cx cy w h) or a polygon row"
-        elif "polygons" in fields:
-            ok = n >= 7 and (n - 1) % 2 == 0
-            need = "1 + 2k fields with k >= 3 (c x1 y1 ... xk yk)"
-        elif "rboxes" in fields:
-            ok = n == 9
-            need = "9 fields (c x1 y1 x2 y2 x3 y3 x4 y4)"
-        else:
-            assert kpt_shape is not None
-            need_n = 5 + kpt_shape[0] * kpt_shape[1]
-            ok = n == need_n
-            need = f"{need_n} fields (c cx cy w h + {kpt_shape[0]} x {kpt_shape[1]})"
-        if not ok:
-            raise DataError(f"{where}: row has {n} fields; {_row_kind(fields)} rows need {need}.", fix="Fix the row or pick the matching --task.")
+        if not rule.accepts(n - 1, meta):
+            raise DataError(f"{where}: row has {n} fields; {rule.kind} rows need {rule.need(meta)}.", fix="Fix the row or pick the matching --task.")
         c = _parse_float(toks[0], where)
         if c != int(c) or not 0 <= int(c) < nc:
             raise DataError(
@@ -331,8 +341,6 @@ def _parse_rows(path: Path, fields: tuple[str, ...], nc: int, kpt_shape: tuple[i
                 why="YOLO rows are normalised by the image size; this looks like pixels.",
                 fix="Divide x by the image width and y by its height.",
             )
-        if ("keypoints" in fields or (_boxes_only(fields) and n == 5)) and (vals[2] < 0 or vals[3] < 0):
-            raise DataError(f"{where}: negative box size w={vals[2]:g} h={vals[3]:g}.", fix="Fix or remove the row.")
         classes.append(int(c))
         rows.append(vals)
         locs.append(where)
@@ -346,56 +354,24 @@ def _cxcywh_corners(r: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def _targets_from_rows(
-    classes: np.ndarray,
-    rows: list[np.ndarray],
-    fields: tuple[str, ...],
-    h: int,
-    w: int,
-    kpt_shape: tuple[int, int] | None,
+    classes: np.ndarray, rows: list[np.ndarray], locs: list[str], rule: YoloRows, fields: tuple[str, ...],
+    hw: tuple[int, int], meta: dict[str, Any],
 ) -> Targets:
+    """One file's rows as targets in pixels; instances whose box has no area after clipping are dropped.
+
+    A rule that returns no boxes (a task whose instances have none) gets zero
+    boxes, which the engine carries but no rule of such a task reads.
+    """
     n = len(rows)
-    k = kpt_shape[0] if kpt_shape else None
     if n == 0:
-        return Targets.empty_for_fields(fields, k)
-    scale = np.array([w, h], np.float64)
-    polys = rboxes = kps = vis = None
-    keep = np.ones(n, bool)
-    if "keypoints" in fields or (_boxes_only(fields) and all(r.size == 4 for r in rows)):
-        b = np.stack([r[:4] for r in rows])
-        cxcy, wh = b[:, :2] * scale, b[:, 2:4] * scale
-        boxes = np.concatenate([cxcy - wh / 2, cxcy + wh / 2], 1)
-    elif "rboxes" in fields:
-        c = np.stack(rows).reshape(n, 4, 2) * scale
-        c = np.clip(c, 0, scale)  # tile-cut corners: clip, do not reject
-        rboxes = corners_to_rbox(c)
-        boxes = corners_to_xyxy(c)
-    else:  # polygon rows (seg; det accepts them and keeps the enclosing box)
-        rings = [
-            np.clip(r.reshape(-1, 2) * scale, 0, scale) if r.size != 4 else _cxcywh_corners(r, scale)
-            for r in rows
-        ]
-        boxes = np.stack([np.concatenate([q.min(0), q.max(0)]) for q in rings])
-        if "polygons" in fields:
-            polys = Polygons.from_rings(rings, list(range(n)))
-    boxes = np.clip(boxes, 0, np.tile(scale, 2))
-    keep &= (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-    if "keypoints" in fields:
-        assert kpt_shape is not None
-        kd = np.stack([r[4:] for r in rows]).reshape(n, kpt_shape[0], kpt_shape[1])
-        kps = kd[..., :2] * scale
-        if kpt_shape[1] == 3:
-            vis = kd[..., 2]
-        else:  # no visibility column: a labelled (non-zero) point counts as visible
-            vis = np.where(np.any(kd[..., :2] != 0, axis=-1), 2.0, 0.0)
-    t = Targets(
-        boxes=boxes,
-        labels=classes,
-        difficult=np.zeros(n, bool),
-        polygons=polys,
-        rboxes=rboxes,
-        keypoints=kps,
-        visibility=vis,
-    )
+        return Targets.empty_for_fields(fields, meta=meta)
+    boxes, values = rule.read(rows, hw, meta, locs)
+    if boxes is None:
+        return Targets(boxes=np.zeros((n, 4)), labels=classes, difficult=np.zeros(n, bool), **values)
+    h, w = hw
+    boxes = np.clip(boxes, 0, np.array([w, h, w, h], np.float64))
+    keep = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    t = Targets(boxes=boxes, labels=classes, difficult=np.zeros(n, bool), **values)
     return t if keep.all() else t.filter(keep)
 
 
@@ -405,9 +381,9 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
     Args:
         yaml_path: the dataset yaml.
         split: ``train | val | test``.
-        fields: the task's instance fields: ``polygons`` reads polygon rows,
-            ``rboxes`` 4-corner rows, ``keypoints`` pose rows (needs
-            ``kpt_shape``), none of them box rows (polygon rows give their box).
+        fields: the task's instance fields; the one with a YOLO row rule reads
+            the rows and its meta from the yaml (:func:`row_rule`); with none,
+            rows are boxes (polygon rows give their box).
         name: description for messages.
 
     Returns:
@@ -420,8 +396,11 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
             image whose header cannot be read.
     """
     spec = parse_yolo_yaml(yaml_path)
-    if "keypoints" in fields and spec.kpt_shape is None:
-        raise DataError(f"{yaml_path} has no kpt_shape, so it cannot be read for a keypoint task.", fix="Add `kpt_shape: [K, 3]` (and flip_idx) or pick another task.")
+    rule, ruled = row_rule(fields, yaml_path)
+    meta: dict[str, Any] = {}
+    for f in ruled:
+        if f.yolo is not None and f.yolo.meta is not None:
+            meta.update(f.yolo.meta(spec.raw, yaml_path))
     for message in spec.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
     images = _list_images(spec, split)
@@ -432,8 +411,7 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
             fix=f"Check the {split!r} entry; images need one of {', '.join(IMAGE_SUFFIXES)}.",
         )
     nc = len(spec.class_names)
-    kpt_shape = spec.kpt_shape if "keypoints" in fields else None
-    builder = SourceBuilder(fields, num_keypoints=kpt_shape[0] if kpt_shape else None)
+    builder = SourceBuilder(fields, meta=meta)
     label_dirs: set[str] = set()
     unlabelled = 0
     bad: list[tuple[Path, str]] = []
@@ -447,16 +425,15 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
         label = label_path_for(img)
         label_dirs.add(str(label.parent))
         unlabelled += not label.is_file()
-        classes, rows, _ = _parse_rows(label, fields, nc, kpt_shape)
+        classes, rows, locs = _parse_rows(label, rule, meta, nc)
         # As written, not resolved: an image reached through a symlink inside
         # the root keeps its path under the root.
         rel = img.relative_to(spec.root).as_posix()
-        builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, fields, h, w, kpt_shape))
+        builder.add(rel, i, (h, w), _targets_from_rows(classes, rows, locs, rule, fields, (h, w), meta))
     src = builder.build(
         root=spec.root,
         class_names=spec.class_names,
         category_ids=list(range(nc)),
-        flip_idx=spec.flip_idx if "keypoints" in fields else None,
         name=name or f"{yaml_path} [{split}]",
         layout="yolo",
     )

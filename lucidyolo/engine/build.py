@@ -91,7 +91,8 @@ def dataset_meta(spec: TaskSpec, source: ImageSource) -> dict[str, Any]:
 
     Saved in every checkpoint so eval, predict and export rebuild the same model.
     """
-    return {key: getattr(source, key, None) for key in spec.meta_keys}
+    meta = source.meta()
+    return {key: meta.get(key) for key in spec.meta_keys}
 
 
 def build_system(

@@ -4,9 +4,11 @@
 ``boxes (N, 4)``, ``labels (N,)`` and ``difficult (N,)``. Every other
 per-instance field (``polygons``, ``rboxes``, ``keypoints`` or a plugin's own)
 is a :class:`FieldSpec` registered here: the :class:`Targets` attributes it
-owns (with dtype and trailing shape), how it goes through the one isotropic
-affine of a sample (``x' = s * x + t``), how it mirrors, how it is clipped to
-the visible region, and the tensors it always packs into the batch transport
+owns (with dtype and trailing shape), how it goes through the affine map of a
+sample (a ``2 x 3`` matrix; the training pipeline's is isotropic scale +
+translate), how it mirrors, how it is clipped to the visible region, whether
+an instance survives a crop, how it reads from and writes to label files
+(:mod:`lucidyolo.structures.field_io`), and the tensors it always packs into the batch transport
 (a constant set per field, so a batch costs the same number of shared-memory
 segments whatever it holds) and how they become padded ``(B, M, ...)`` ground
 truth on the device. Containers, augmentation, collate and unpack loop over
@@ -27,8 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.structures.geometry import hflip_rboxes
+from lucidyolo.structures.field_io import YoloRows
+from lucidyolo.structures.geometry import (
+    affine_points,
+    canonicalize_rboxes,
+    hflip_rboxes,
+    similarity_of,
+)
 from lucidyolo.structures.polygons import Polygons
+from lucidyolo.structures.yolo_rows import POLYGON_ROWS, POSE_ROWS, RBOX_ROWS
 
 CORE_ATTRS = ("boxes", "labels", "difficult")
 """Attributes every :class:`Targets` has; fields may not claim them."""
@@ -160,8 +169,11 @@ class FieldSpec:
             image lacks it), ``counts (B,)`` instances per image.
         unpack: ``unpack(tensors, image_of, slot, batch, m) -> {gt key: Tensor}``:
             instance ``n`` goes to ``[image_of[n], slot[n]]`` of ``(B, M, ...)``.
-        affine: ``affine(values, s, tx, ty) -> values`` under ``x' = s x + t``
-            (isotropic; ``None``: the field has no geometry).
+        affine: ``affine(values, m) -> values`` under the ``2 x 3`` affine
+            matrix ``m`` (float64; ``p' = m[:, :2] @ p + m[:, 2]``). The
+            training pipeline's maps are isotropic scale + translate today; a
+            rule that cannot follow a more general map (a rotated box under
+            shear) raises ``ValueError``. ``None``: the field has no geometry.
         flip: ``flip(values, right, meta) -> values`` for ``x' = right - x``;
             ``meta`` is the dataset meta (``flip_idx``). ``None``: unchanged.
         can_flip: ``can_flip(meta)``; False disables flips for the whole
@@ -169,7 +181,17 @@ class FieldSpec:
         clip: ``clip(values, region) -> values`` for the visible region
             ``x0, y0, x1, y1`` (survival is decided on the boxes; this adjusts
             the field, e.g. zeroes the visibility of points outside).
-        meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``).
+        survive: ``survive(values, region) -> keep (N,) bool``: whether each
+            instance survives a crop to ``region`` (its values are already in
+            the output frame, not yet clipped). ``None``: the field has no say.
+        survive_alone: ``survive`` replaces the engine's box rule (sides >= 2 px
+            and >= 10% of the area kept) instead of being combined with it
+            (logical and): a task whose instances have no boxes (points) sets it.
+        yolo: how the field reads from and writes to one YOLO label row
+            (:class:`~lucidyolo.structures.field_io.YoloRows`); ``None``: the
+            field has no YOLO row rule.
+        meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``);
+            readers fill them (``YoloRows.meta``) and ``lucid fit`` saves them.
     """
 
     name: str
@@ -177,10 +199,13 @@ class FieldSpec:
     packed: tuple[str, ...]
     pack: Callable[[Sequence[Values], np.ndarray], dict[str, np.ndarray]]
     unpack: Callable[..., dict[str, Any]]
-    affine: Callable[[Values, float, float, float], Values] | None = None
+    affine: Callable[[Values, np.ndarray], Values] | None = None
     flip: Callable[[Values, float, Mapping[str, Any]], Values] | None = None
     can_flip: Callable[[Mapping[str, Any]], bool] = _always
     clip: Callable[[Values, tuple[float, float, float, float]], Values] | None = None
+    survive: Callable[[Values, tuple[float, float, float, float]], np.ndarray] | None = None
+    survive_alone: bool = False
+    yolo: YoloRows | None = None
     meta_keys: tuple[str, ...] = field(default=())
 
     @property
@@ -222,6 +247,11 @@ def get_field(name: str) -> FieldSpec:
     return spec
 
 
+def registered_fields() -> tuple[FieldSpec, ...]:
+    """Every registered field, in registration order (built-ins first)."""
+    return tuple(_FIELDS.values())
+
+
 def field_specs(fields: Sequence[str | FieldSpec]) -> tuple[FieldSpec, ...]:
     """The specs of ``fields`` (names or specs) in order, each once (bind them when a pipeline is built, not per sample)."""
     out: list[FieldSpec] = []
@@ -253,11 +283,14 @@ def pad_rows(values: Any, image_of: Any, slot: Any, batch: int, m: int, fill: fl
 
 
 # ---------------------------------------------------------------------- rboxes
-def _rboxes_affine(v: Values, s: float, tx: float, ty: float) -> Values:
+def _rboxes_affine(v: Values, m: np.ndarray) -> Values:
+    scale, turn = similarity_of(m)  # a rotated box stays one only under a similarity
     r = v["rboxes"].copy()
-    r[:, 0] = r[:, 0] * s + tx
-    r[:, 1] = r[:, 1] * s + ty
-    r[:, 2:4] *= s  # isotropic: the angle is unchanged
+    r[:, :2] = affine_points(r[:, :2], m)
+    r[:, 2:4] *= scale
+    if turn:
+        r[:, 4] += turn
+        return {"rboxes": canonicalize_rboxes(r)}
     return {"rboxes": r.astype(np.float32)}
 
 
@@ -275,9 +308,8 @@ def _unpack_rboxes(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m
 
 
 # ------------------------------------------------------------------- keypoints
-def _keypoints_affine(v: Values, s: float, tx: float, ty: float) -> Values:
-    return {"keypoints": (v["keypoints"] * s + np.array([tx, ty], np.float32)).astype(np.float32),
-            "visibility": v["visibility"]}
+def _keypoints_affine(v: Values, m: np.ndarray) -> Values:
+    return {"keypoints": affine_points(v["keypoints"], m), "visibility": v["visibility"]}
 
 
 def _keypoints_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
@@ -321,10 +353,10 @@ def _unpack_keypoints(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int
 
 
 # -------------------------------------------------------------------- polygons
-def _polygons_affine(v: Values, s: float, tx: float, ty: float) -> Values:
+def _polygons_affine(v: Values, m: np.ndarray) -> Values:
     p = v["polygons"].clone()
     if p.points.size:
-        p.points = (p.points * s + np.array([tx, ty], np.float32)).astype(np.float32)
+        p.points = affine_points(p.points, m)
     return {"polygons": p}
 
 
@@ -378,6 +410,7 @@ register_field(FieldSpec(
     packed=("rboxes",),
     pack=_pack_rboxes, unpack=_unpack_rboxes,
     affine=_rboxes_affine, flip=_rboxes_flip,
+    yolo=RBOX_ROWS,
 ))
 register_field(FieldSpec(
     name="keypoints",
@@ -388,6 +421,7 @@ register_field(FieldSpec(
     packed=("keypoints", "visibility"),
     pack=_pack_keypoints, unpack=_unpack_keypoints,
     affine=_keypoints_affine, flip=_keypoints_flip, can_flip=_keypoints_can_flip, clip=_keypoints_clip,
+    yolo=POSE_ROWS,
     meta_keys=("num_keypoints", "flip_idx"),
 ))
 register_field(FieldSpec(
@@ -396,4 +430,5 @@ register_field(FieldSpec(
     packed=("poly_points", "poly_ring_lengths", "poly_ring_owner"),
     pack=_pack_polygons, unpack=_unpack_polygons,
     affine=_polygons_affine, flip=_polygons_flip,
+    yolo=POLYGON_ROWS,
 ))

@@ -270,3 +270,35 @@ def min_area_rboxes_of_polygons(polygons: Polygons, num_instances: int) -> np.nd
                     np.array([[*(a + b) / 2, np.hypot(*(b - a)), 0.0, np.arctan2(*(b - a)[::-1])]])
                 )[0]
     return out
+
+
+def affine_points(points: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Points ``(..., 2)`` float32 under the ``2 x 3`` affine matrix ``m``: ``p' = m[:, :2] @ p + m[:, 2]``.
+
+    Computed per coordinate in float32 (``x * m00 + y * m01 + m02``), so an
+    isotropic map gives exactly ``x * s + tx``: the off-diagonal products are
+    zeros, and skipping them keeps the rounding of the plain scale-and-shift.
+    """
+    pts = np.asarray(points, np.float32)
+    x, y = pts[..., 0], pts[..., 1]
+    (a, b, c), (d, e, f) = (float(v) for v in m[0]), (float(v) for v in m[1])
+    out = np.empty_like(pts)
+    out[..., 0] = x * a + c if b == 0.0 else x * a + y * b + c
+    out[..., 1] = y * e + f if d == 0.0 else x * d + y * e + f
+    return out
+
+
+def similarity_of(m: np.ndarray) -> tuple[float, float]:
+    """``(scale, turn)`` of a ``2 x 3`` affine that is a similarity (isotropic scale, rotation, shift).
+
+    ``turn`` is the rotation in radians (positive turns clockwise on screen, as
+    ``theta``). Shapes with an orientation (rotated boxes) can follow only such maps.
+
+    Raises:
+        ValueError: ``m`` shears, scales unequally or mirrors.
+    """
+    (a, b, _), (d, e, _) = m
+    scale = float(np.hypot(a, d))
+    if scale <= 0 or not (np.isclose(a, e, atol=1e-9 * scale) and np.isclose(b, -d, atol=1e-9 * scale)):
+        raise ValueError(f"a rotated box cannot follow the affine map {np.asarray(m).tolist()} (not a similarity)")
+    return scale, float(np.arctan2(d, a))

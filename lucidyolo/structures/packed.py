@@ -14,7 +14,7 @@ float32 until its colour transform has run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -108,7 +108,7 @@ def packed_nbytes(
     instances: int,
     *,
     float_images: bool = False,
-    num_keypoints: int = 0,
+    meta: Mapping[str, Any] | None = None,
     ring_points: int = 0,
     rings: int = 0,
     page: int = 1,
@@ -125,7 +125,8 @@ def packed_nbytes(
         img_size: S.
         instances: instances per image.
         float_images: float32 images plus HSV gains (device HSV) instead of uint8.
-        num_keypoints: K (a keypoint field's trailing size).
+        meta: the dataset meta giving the fields' trailing sizes (``num_keypoints``);
+            a size it does not give counts as 0.
         ring_points, rings: polygon points and rings per image (a ragged field).
         page: round every tensor up to a multiple of this (the shm page size).
     """
@@ -133,7 +134,7 @@ def packed_nbytes(
 
     n = int(instances)
     image = torch.empty((3, img_size, img_size), dtype=torch.float32 if float_images else torch.uint8, device="meta")
-    meta = {"num_keypoints": int(num_keypoints)}
+    meta = {**{k: 0 for f in field_specs(fields) for a in f.attrs for k in a.meta_dims}, **{k: v for k, v in (meta or {}).items() if v is not None}}
     extra: dict[str, Any] = {}
     for spec in field_specs(fields):
         for a in spec.attrs:

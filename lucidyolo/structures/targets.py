@@ -97,13 +97,14 @@ class Targets:
                          meta: Mapping[str, Any] | None = None) -> Targets:
         """Zero instances carrying ``fields`` (a task's ``TaskSpec.fields``).
 
-        ``meta`` gives trailing sizes (``num_keypoints``); a field whose size
-        is unknown (no ``num_keypoints``) is left out.
+        ``meta`` gives trailing sizes by the keys the fields' attributes declare
+        (``AttrSpec.meta_dims``); a field whose size is unknown is left out.
+        ``num_keypoints`` is a shorthand for ``meta={"num_keypoints": K}``.
         """
         meta = {**(meta or {}), **({"num_keypoints": num_keypoints} if num_keypoints is not None else {})}
         extra = {}
         for f in field_specs(fields):
-            if any(k not in meta for a in f.attrs for k in a.meta_dims):
+            if any(meta.get(k) is None for a in f.attrs for k in a.meta_dims):
                 continue
             extra.update({a.name: a.empty(meta) for a in f.attrs})
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.int64), np.zeros(0, bool), **extra)

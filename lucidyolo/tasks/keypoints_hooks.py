@@ -181,7 +181,7 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
     deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
-    metric = OKSEpochMAP(int(source.num_keypoints), num_classes=len(source.class_names))
+    metric = OKSEpochMAP(int(source.meta()["num_keypoints"]), num_classes=len(source.class_names))
     with torch.inference_mode():
         for batch in loader:
             images, gt, meta = unpack(batch, "cpu")
@@ -201,7 +201,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
     from lucidyolo.metrics.keypoint_results import keypoint_results
 
-    k = source.num_keypoints
+    k = source.meta().get("num_keypoints")
     if k != 17:
         raise ConfigError(
             f"The COCO keypoint protocol scores 17 person points; this split has {k} per instance.",

@@ -50,12 +50,13 @@ def write_source(
 ) -> ImageSource:
     """Write the images to ``root`` and build an :class:`ImageSource` over them."""
     root.mkdir(parents=True, exist_ok=True)
-    builder = SourceBuilder(fields=fields_of(task), num_keypoints=3 if "keypoints" in fields_of(task) else None)
+    meta = {"num_keypoints": 3, "flip_idx": flip_idx} if "keypoints" in fields_of(task) else {}
+    builder = SourceBuilder(fields=fields_of(task), meta=meta)
     for i, (img, t) in enumerate(scenes):
         name = f"img{i}.{fmt}"
         Image.fromarray(img).save(root / name, quality=98) if fmt == "jpg" else Image.fromarray(img).save(root / name)
         builder.add(name, i, img.shape[:2], t)
-    return builder.build(root=root, class_names=["a", "b"], category_ids=[0, 1], flip_idx=flip_idx)
+    return builder.build(root=root, class_names=["a", "b"], category_ids=[0, 1])
 
 
 def rect_source(root: Path, task: str, n: int = 4, seed: int = 0, flip_idx: list[int] | None = (1, 0, 2)) -> ImageSource:  # type: ignore[assignment]

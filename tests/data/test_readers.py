@@ -61,8 +61,8 @@ def test_targets_returns_fresh_arrays(synth):
 
 def test_pose_flip_pairs_come_from_left_right_names(synth):
     src = open_source(synth("pose", "coco"), "train", fields_of("pose"))
-    assert src.flip_idx == [0, 2, 1, 4, 3, 6, 5]
-    assert src.num_keypoints == 7
+    assert src.meta()["flip_idx"] == [0, 2, 1, 4, 3, 6, 5]
+    assert src.meta()["num_keypoints"] == 7
     assert keypoint_flip_idx(["nose", "left_eye", "right_eye", "neck"]) == [0, 2, 1, 3]
 
 

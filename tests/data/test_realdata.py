@@ -71,8 +71,8 @@ def test_dota_scenes_keep_every_row_and_the_difficult_flag():
 
 def test_coco_mini_pose_has_17_keypoints_and_coco_flip_pairs():
     src = open_source(ROOT / "coco_mini_train", "train", fields_of("pose"))
-    assert src.num_keypoints == 17
-    assert src.flip_idx == [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]
+    assert src.meta()["num_keypoints"] == 17
+    assert src.meta()["flip_idx"] == [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]
 
 
 @pytest.mark.parametrize("name", ["coco8", "coco8-seg", "coco8-pose", "dota8", "coco128_coco", "coco_mini_train", "dota_v1_examples"])

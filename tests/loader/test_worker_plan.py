@@ -126,7 +126,10 @@ def test_eval_workers_follow_the_dev_shm_budget():
     """Validation batches of 8 x 640^2 x 3 bytes (9.83 MB, page-rounded): 2 workers keep 5 in flight (49.2 MB)."""
     from lucidyolo.data.worker_plan import plan_eval_workers
 
-    class Source:  # only the instance counts of a source are read
+    class Source:  # only the instance counts and the meta of a source are read
+        def meta(self):
+            return {}
+
         def instances_per_image(self):
             import numpy as np
 

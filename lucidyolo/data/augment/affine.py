@@ -50,6 +50,11 @@ class IsoAffine:
         """The composite ``other(self(p))``."""
         return IsoAffine(other.s * self.s, other.s * self.tx + other.tx, other.s * self.ty + other.ty)
 
+    @property
+    def matrix(self) -> np.ndarray:
+        """The map as the ``2 x 3`` float64 matrix the field rules take."""
+        return np.array([[self.s, 0.0, self.tx], [0.0, self.s, self.ty]], np.float64)
+
     def apply_region(self, region: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
         x0, y0, x1, y1 = region
         return (self.s * x0 + self.tx, self.s * y0 + self.ty, self.s * x1 + self.tx, self.s * y1 + self.ty)
@@ -190,18 +195,22 @@ def transform_targets(targets: Targets, affine: IsoAffine) -> Targets:
     """
     s, tx, ty = affine.s, affine.tx, affine.ty
     boxes = (targets.boxes * s + np.array([tx, ty, tx, ty], np.float32)).astype(np.float32)
-    return targets.transformed(boxes, lambda spec, v: None if spec.affine is None else spec.affine(v, s, tx, ty))
+    m = affine.matrix
+    return targets.transformed(boxes, lambda spec, v: None if spec.affine is None else spec.affine(v, m))
 
 
 def clip_and_filter(targets: Targets, region: tuple[float, float, float, float]) -> Targets:
     """Clip boxes to ``region`` and drop instances that did not survive; one keep mask for all fields.
 
-    Survival: clipped width and height >= :data:`MIN_SIDE` and clipped area /
-    pre-clip area >= :data:`MIN_AREA_RATIO`. Each field then applies its own
-    clip rule (keypoints outside the region get visibility 0, coordinates
-    kept). Polygons and rotated boxes have none: the mask rasteriser clips to
-    the frame, and a rotated box cut by the border stays the annotated object
-    (its clipped axis-aligned box decides survival).
+    Survival is the box rule: clipped width and height >= :data:`MIN_SIDE` and
+    clipped area / pre-clip area >= :data:`MIN_AREA_RATIO`, and-ed with every
+    present field's own ``survive`` rule; a field whose rule is
+    ``survive_alone`` (instances without boxes, e.g. points) replaces the box
+    rule. Each field then applies its own clip rule (keypoints outside the
+    region get visibility 0, coordinates kept). Polygons and rotated boxes have
+    none: the mask rasteriser clips to the frame, and a rotated box cut by the
+    border stays the annotated object (its clipped axis-aligned box decides
+    survival).
 
     Args:
         targets: instances in the output frame.
@@ -209,16 +218,22 @@ def clip_and_filter(targets: Targets, region: tuple[float, float, float, float])
     """
     if len(targets) == 0:
         return targets
+    fields = targets.present_fields()
+    keep = np.ones(len(targets), bool)
+    for spec in fields:
+        if spec.survive is not None:
+            keep &= np.asarray(spec.survive(targets.values_of(spec), region), bool)
     b = targets.boxes
-    pre_area = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
     clipped = np.empty_like(b)
     clipped[:, 0::2] = np.clip(b[:, 0::2], region[0], region[2])
     clipped[:, 1::2] = np.clip(b[:, 1::2], region[1], region[3])
-    cw = clipped[:, 2] - clipped[:, 0]
-    ch = clipped[:, 3] - clipped[:, 1]
-    keep = (cw >= MIN_SIDE) & (ch >= MIN_SIDE) & (cw * ch >= MIN_AREA_RATIO * np.maximum(pre_area, 1e-9))
+    if not any(spec.survive_alone for spec in fields):
+        pre_area = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
+        cw = clipped[:, 2] - clipped[:, 0]
+        ch = clipped[:, 3] - clipped[:, 1]
+        keep &= (cw >= MIN_SIDE) & (ch >= MIN_SIDE) & (cw * ch >= MIN_AREA_RATIO * np.maximum(pre_area, 1e-9))
     targets.boxes = clipped.astype(np.float32)
-    for spec in targets.present_fields():
+    for spec in fields:
         if spec.clip is not None:
             for name, value in spec.clip(targets.values_of(spec), region).items():
                 setattr(targets, name, value)
