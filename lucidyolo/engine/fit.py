@@ -166,7 +166,7 @@ def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:
     from lucidyolo.engine.build import dataset_meta
     from lucidyolo.engine.label_stats import label_statistics, summary_line, write_label_stats
 
-    stats = label_statistics(train_src, spec.label_stats, dataset_meta(spec, train_src))
+    stats = label_statistics(train_src, spec.label_stats, dataset_meta(spec, train_src), boxes=spec.boxes)
     png, _ = writing(lambda: write_label_stats(stats, run.path), run.path / "labels.png", run, spec.name)
     return summary_line(stats, png)
 

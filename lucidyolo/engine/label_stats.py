@@ -39,6 +39,7 @@ PANEL_KINDS = {
 
 def label_statistics(
     source: ImageSource, hook: Callable[..., Any] | None = None, meta: Mapping[str, Any] | None = None,
+    boxes: bool = True,
 ) -> dict[str, Any]:
     """The label statistics of one split, JSON-able.
 
@@ -46,6 +47,8 @@ def label_statistics(
         source: the split (its labels are read; no image is decoded).
         hook: the task's ``label_stats`` hook, or ``None`` for the generic panels only.
         meta: the dataset meta handed to the hook (``num_keypoints``, ``flip_idx``).
+        boxes: the task's instances have boxes (``TaskSpec.boxes``): the box
+            centre and size panels are drawn.
 
     Returns:
         ``{"split", "images", "classes" (C names), "counted" ("instances" or
@@ -77,7 +80,7 @@ def label_statistics(
                                  "max": int(per_image.max(initial=0))},
         )
         panels["classes"] = _class_panel(names, per_class, "instances")
-        if m:
+        if m and boxes:
             wh = hw[image_index][:, ::-1].astype(np.float64)  # (M, 2) image w, h of each instance
             b = targets.boxes.astype(np.float64)  # (M, 4) xyxy px
             # clipped so every instance lands in a bin (a box may overhang its image by a rounding error)

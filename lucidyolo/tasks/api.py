@@ -208,7 +208,7 @@ from typing import Any
 
 from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 4)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 5)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -438,7 +438,11 @@ class TaskSpec:
     ``inference_view`` (optional, API 2.4) builds the model ``lucid eval`` and
     ``lucid predict`` run for some of the paths. ``eval_options`` (API 2.4)
     are the task's ``lucid eval --option NAME=VALUE`` switches, passed to
-    ``evaluate`` in ``options``. See the module docstring for each hook's
+    ``evaluate`` in ``options``. ``boxes`` (API 2.5) is False for a task whose
+    instances have no boxes (points): its readers get them from a field rule
+    that returns none, the engine carries zero boxes it never shows (no box
+    panels in ``labels.png``), and survival after a crop is the fields' own
+    (``FieldSpec.survive_alone``). See the module docstring for each hook's
     contract and tensor shapes.
     """
 
@@ -458,6 +462,7 @@ class TaskSpec:
     eval_img_size: int = 640
     eval_batch_size: int = 32
     presets_package: str | None = None
+    boxes: bool = True
     decode_paths: tuple[str, ...] = ("e2e", "nms")
     eval_options: tuple[EvalOption, ...] = ()
     read_split: Callable[..., Any] | None = None
