@@ -123,7 +123,7 @@ def build_system(
         model,
         spec.build_criterion(cfg=m, num_classes=num_classes, meta=meta),
         spec.decode,
-        spec.build_metric(num_classes=num_classes, meta=meta),
+        spec.build_metric(cfg=m, num_classes=num_classes, meta=meta),
         spec.metric_update,
         spec.metrics.keys,
         config={**cfg.model_dump(mode="json"), "num_classes_resolved": num_classes},

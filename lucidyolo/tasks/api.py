@@ -60,9 +60,10 @@ Training (``lucid fit``)
     :func:`lucidyolo.models.inference_view.inference_model`). The original
     model is left as it was. ``None``: a BN-folded copy of the whole model.
 
-``build_metric(num_classes, meta) -> torchmetrics.Metric``
+``build_metric(cfg, num_classes, meta) -> torchmetrics.Metric``
     The epoch metric; ``compute()`` returns a dict whose keys, prefixed with
-    ``val/``, are :attr:`MetricSpec.keys`.
+    ``val/``, are :attr:`MetricSpec.keys`. ``cfg`` is the run's validated
+    model config (API 2.5; a metric's radius or limits come from it).
 
 ``metric_update(metric, outputs, decoded, gt, batch_meta) -> None``
     Feeds one validation batch to the metric: ``outputs`` the raw model output,

@@ -1,0 +1,42 @@
+"""lucid_points: a test plugin whose instances are single points with a class, and no boxes.
+
+It reads the standard YOLO folder layout with its own row rule (``c x y``,
+normalised), trains a heat-map head on lucidyolo's documented trunk, and is
+scored by point F1 within a radius. Nothing in it is a box: the spec declares
+``boxes=False``, the field's YOLO rule returns no boxes and its survival rule
+replaces the box rule. It exists to prove the task seam carries such a task
+without an engine edit (tests/engine/test_point_plugin.py).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+import lucid_points.field  # noqa: F401  (registers the "points" field)
+from lucidyolo.config.schema import ModelConfig
+from lucidyolo.tasks.api import MetricSpec, TaskSpec, lazy_hook
+
+
+class PointsConfig(ModelConfig):
+    task: str = "points"
+    radius: float = Field(8.0, gt=0, description="a prediction within this many pixels of a point of its class finds it")
+
+
+_HOOKS = "lucid_points.hooks"
+
+SPEC = TaskSpec(
+    name="points",
+    description="class-labelled points without boxes (YOLO rows: c x y)",
+    config_model=PointsConfig,
+    api_version=(2, 5),
+    boxes=False,
+    fields=("points",),
+    loss_terms=("heat", "offset"),
+    decode_paths=("peaks",),
+    metrics=MetricSpec(keys=("val/f1", "val/precision", "val/recall"), primary="val/f1"),
+    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
+    decode=lazy_hook(f"{_HOOKS}:decode"),
+    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+)
