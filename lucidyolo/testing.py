@@ -176,7 +176,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     dataset = ValDataset(source, img_size)
     images, gt, meta = unpack(collate_packed([dataset[i] for i in range(len(source))], spec.fields), "cpu")
     num_classes = len(source.class_names)
-    data_meta = {key: getattr(source, key, None) for key in spec.meta_keys}  # what the engine passes
+    data_meta = {key: source.meta().get(key) for key in spec.meta_keys}  # what the engine passes
     model = spec.build_model(cfg=cfg, num_classes=num_classes, meta=data_meta)
     assert isinstance(model, torch.nn.Module), "build_model must return a torch.nn.Module"
     model.train()
@@ -205,7 +205,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         first = decoded[spec.default_decode_path]
         done["decode"] = tuple((first if isinstance(first, torch.Tensor) else first.rows).shape)
     if spec.build_metric is not None and spec.metric_update is not None and decoded is not None:
-        metric = spec.build_metric(num_classes=num_classes, meta=data_meta)
+        metric = spec.build_metric(cfg=cfg, num_classes=num_classes, meta=data_meta)
         spec.metric_update(metric=metric, outputs=outputs, decoded=decoded[spec.default_decode_path], gt=gt,
                            batch_meta=meta)
         result = metric.compute()

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.data.image_io import read_image
+from lucidyolo.errors import DataError
 from lucidyolo.structures.fields import attr_spec, field_specs
 from lucidyolo.structures.targets import Targets
 
@@ -289,13 +290,26 @@ class SourceBuilder:
         Declared field attributes the reader has no notion of (``fill_missing``,
         e.g. crowd flags in a YOLO root) are filled, so every image carries the
         same attributes.
+
+        Raises:
+            DataError: a declared attribute the reader did not fill and that has
+                no default: it would otherwise travel as zeros and train silently
+                wrong.
         """
         if targets is None:
             targets = Targets.empty_for_fields(self.fields, meta=self.meta)
         for spec in field_specs(self.fields):
             for a in spec.attrs:
-                if a.fill_missing and getattr(targets, a.name) is None:
-                    setattr(targets, a.name, a.filled(len(targets), self.meta))
+                if getattr(targets, a.name) is not None:
+                    continue
+                if not a.fill_missing:
+                    raise DataError(
+                        f"{rel_path}: the task's field {spec.name!r} ({a.name}) was not read from this dataset.",
+                        why="the reader has no rule that fills it, and training it on zeros would be silently wrong.",
+                        fix=f"Use a dataset layout whose labels hold {spec.name!r}, or give the field a rule for this "
+                            "format (FieldSpec.yolo for YOLO rows), or a default (AttrSpec.fill_missing).",
+                    )
+                setattr(targets, a.name, a.filled(len(targets), self.meta))
         self._paths.append(rel_path.encode("utf-8"))
         self._ids.append(int(image_id))
         self._hw.append((int(hw[0]), int(hw[1])))

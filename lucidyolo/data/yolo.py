@@ -375,6 +375,16 @@ def _targets_from_rows(
     return t if keep.all() else t.filter(keep)
 
 
+def read_label_file(path: Path, fields: tuple[str, ...], num_classes: int, hw: tuple[int, int],
+                    meta: dict[str, Any] | None = None) -> Targets:
+    """One YOLO label file as the reader reads it for ``fields`` (``meta``: what the yaml gives the row rule,
+    e.g. ``{"num_keypoints": 17, "kpt_dims": 3}``); pixel targets of an image of size ``hw = (h, w)``."""
+    rule, _ = row_rule(fields, path)
+    meta = dict(meta or {})
+    classes, rows, locs = _parse_rows(path, rule, meta, num_classes)
+    return _targets_from_rows(classes, rows, locs, rule, fields, hw, meta)
+
+
 def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str = "") -> ImageSource:
     """Read one split of a YOLO root.
 

@@ -81,7 +81,7 @@ def test_a_video_gives_an_annotated_video_of_as_many_frames_and_a_json_line_per_
 
 
 def test_save_txt_rows_parse_back_to_the_predicted_boxes(tiny, lucid):
-    from lucidyolo.data.yolo import _parse_rows, _targets_from_rows
+    from lucidyolo.data.yolo import read_label_file
 
     base, ckpt, root = tiny
     txt, pred = base / "labels", base / "pred.json"
@@ -113,8 +113,7 @@ def test_save_txt_rows_parse_back_to_the_predicted_boxes(tiny, lucid):
         # the file without its confidence column: a YOLO label file
         labels_only = path.with_suffix(".label")
         labels_only.write_text("".join(" ".join(r[:-1]) + "\n" for r in rows))
-        classes, parsed, _ = _parse_rows(labels_only, (), 4, None)
-        targets = _targets_from_rows(classes, parsed, (), im["height"], im["width"], None)
+        targets = read_label_file(labels_only, (), 4, (im["height"], im["width"]))
         boxes = np.array([p["box"] for p in im["predictions"]])
         np.testing.assert_allclose(targets.boxes, boxes, atol=1e-3)  # 1e-6 of a 64 px side
         np.testing.assert_array_equal(targets.labels, [p["label"] for p in im["predictions"]])

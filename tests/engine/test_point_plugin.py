@@ -56,6 +56,7 @@ def test_the_points_field_reads_its_own_rows_and_survives_by_its_own_rule(tmp_pa
     sys.path.insert(0, str(PLUGIN))
     try:
         import lucid_points  # noqa: F401  (registers the field)
+
         from lucidyolo.data.augment.affine import IsoAffine, clip_and_filter, transform_targets
         from lucidyolo.data.layouts import open_source
 
@@ -86,7 +87,8 @@ def test_points_without_boxes_train_through_lucid_fit(lucid, tmp_path):
               "--trainer.default_root_dir", str(tmp_path / "runs"), env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     run = next((tmp_path / "runs").rglob("results.csv")).parent
-    rows = list(csv.DictReader(open(run / "results.csv")))
+    with open(run / "results.csv") as f:
+        rows = list(csv.DictReader(f))
     assert len(rows) == 24
     loss = [float(x["train/heat_loss"]) for x in rows]
     assert loss[-1] < 0.5 * loss[0], loss  # it learns the dots

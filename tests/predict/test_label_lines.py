@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import shapely
 
-from lucidyolo.data.yolo import _parse_rows, _targets_from_rows
+from lucidyolo.data.yolo import read_label_file
 from lucidyolo.tasks.registry import get_task
 
 H, W = 100, 200  # image (height, width): x is divided by 200, y by 100
@@ -18,8 +18,8 @@ def read_back(tmp_path: Path, lines: list[str], fields: tuple[str, ...], kpt_sha
     """The lines without their confidence column, read by the YOLO reader as a label file of ``fields``."""
     label = tmp_path / "label.txt"
     label.write_text("".join(" ".join(line.split()[:-1]) + "\n" for line in lines))
-    classes, rows, _ = _parse_rows(label, fields, 4, kpt_shape)
-    return _targets_from_rows(classes, rows, fields, H, W, kpt_shape)
+    meta = {} if kpt_shape is None else {"num_keypoints": kpt_shape[0], "kpt_dims": kpt_shape[1]}
+    return read_label_file(label, fields, 4, (H, W), meta)
 
 
 def rle(mask: np.ndarray) -> dict:

@@ -57,8 +57,9 @@ def decode(outputs: dict[str, Any], path: str, **_: Any) -> Any:
     raise _todo("decode")
 
 
-def build_metric(num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
-    """A ``torchmetrics.Metric`` whose ``compute()`` returns ``TaskSpec.metrics.keys`` without ``val/``."""
+def build_metric(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) -> Any:
+    """A ``torchmetrics.Metric`` whose ``compute()`` returns ``TaskSpec.metrics.keys`` without ``val/``
+    (``cfg``: the run's model config, API 2.5)."""
     raise _todo("build_metric")
 
 
