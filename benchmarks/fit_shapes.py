@@ -46,6 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 DEFAULT_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "shapes"
 
 
@@ -129,12 +131,13 @@ def main() -> None:
     vals = [float(m.group(1)) for ln in epochs if (m := re.search(r"\| val ([0-9.]+) s \|", ln))]
     with open(work / "runs" / "version_0" / "results.csv") as f:
         last = list(csv.DictReader(f))[-1]
-    used = re.search(r"^  threads: (\S+)$", (work / "runs" / "version_0" / "config.yaml").read_text(), re.M)
+    with open(work / "runs" / "version_0" / "config.yaml") as f:
+        used = (yaml.safe_load(f) or {}).get("trainer", {}).get("threads")
     done = next((m for ln in reversed(lines) if (m := re.match(r"done: (\S+) ([-0-9.e]+|nan)", ln))), None)
     print(json.dumps({
         "command": " ".join(cmd[1:]), "task": args.task, "epochs": args.epochs,
         "torch_threads": env.get("OMP_NUM_THREADS"), "omp_wait_policy": env.get("OMP_WAIT_POLICY"),
-        "competing_processes": args.compete, "threads_used": used.group(1) if used else None,
+        "competing_processes": args.compete, "threads_used": used,
         "wall_s": round(wall, 1), "time_to_first_step_s": None if first_step is None else round(first_step, 1),
         "train_img_per_s": round(sum(rates) / len(rates), 2) if rates else None,
         "val_s_per_epoch": round(sum(vals) / len(vals), 2) if vals else None,

@@ -35,6 +35,13 @@ from lucidyolo.data.layout_names import LAYOUTS
 Variant = Literal["n", "s", "m", "l", "x"]
 
 
+def _count_or_auto(v: int | str, least: int, reason: str) -> int | str:
+    """``v`` unchanged when it is 'auto' or an int >= ``least``; else ValueError(``reason``), the field's own words."""
+    if isinstance(v, int) and v < least:
+        raise ValueError(reason)
+    return v
+
+
 class StrictModel(BaseModel):
     """Base of every config section: unknown keys are errors, assignments are validated."""
 
@@ -107,9 +114,7 @@ class ModelConfig(StrictModel):
     @field_validator("num_classes")
     @classmethod
     def _positive_classes(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError("must be a positive integer or 'auto'")
-        return v
+        return _count_or_auto(v, 1, "must be a positive integer or 'auto'")
 
 
 class AugmentOverrides(StrictModel):
@@ -197,9 +202,7 @@ class DataConfig(StrictModel):
     @field_validator("num_workers")
     @classmethod
     def _workers(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 0:
-            raise ValueError("must be >= 0 or 'auto'")
-        return v
+        return _count_or_auto(v, 0, "must be >= 0 or 'auto'")
 
 
 def device_count(devices: int | str | list[int]) -> int | None:
@@ -266,9 +269,7 @@ class TrainerConfig(StrictModel):
     @field_validator("threads")
     @classmethod
     def _threads(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError("is not a thread count; use a number >= 1 or 'auto'")
-        return v
+        return _count_or_auto(v, 1, "is not a thread count; use a number >= 1 or 'auto'")
 
     @field_validator("devices")
     @classmethod

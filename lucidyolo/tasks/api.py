@@ -300,6 +300,11 @@ class MetricSpec:
 
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+# kind -> (Python types taken as they are, converter, reason); bool is never a number here
+_NUMERIC_PARSE: dict[str, tuple[tuple[type, ...], Callable[[Any], int | float], str]] = {
+    "int": ((int,), int, "is not a whole number"),
+    "float": ((int, float), float, "is not a number"),
+}
 
 ENGINE_EVAL_OPTIONS = ("matches",)
 """Keys of the ``evaluate`` hook's ``options`` that the engine sets itself: no task may declare them."""
@@ -340,24 +345,17 @@ class EvalOption:
             if isinstance(value, str) and text in _TRUE + _FALSE:
                 return text in _TRUE
             raise ValueError(f"{value!r} is not true or false")
-        if kind == "int":
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
+        numeric = _NUMERIC_PARSE.get(kind)
+        if numeric is not None:
+            accepted, convert, reason = numeric
+            if isinstance(value, accepted) and not isinstance(value, bool):
+                return convert(value)
             if isinstance(value, str):
                 try:
-                    return int(value.strip())
+                    return convert(value.strip())
                 except ValueError:
                     pass
-            raise ValueError(f"{value!r} is not a whole number")
-        if kind == "float":
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return float(value)
-            if isinstance(value, str):
-                try:
-                    return float(value.strip())
-                except ValueError:
-                    pass
-            raise ValueError(f"{value!r} is not a number")
+            raise ValueError(f"{value!r} {reason}")
         if isinstance(value, str):
             return value
         raise ValueError(f"{value!r} is not a string")

@@ -60,3 +60,18 @@ def test_integer_input_becomes_float64():
 def test_no_rows_give_no_rows(kind):
     empty = torch.zeros(0, 4) if kind == "torch" else np.zeros((0, 4))
     assert tuple(unletterbox(empty, 2.0, 1.0, 1.0, (10, 10)).shape) == (0, 4)
+
+
+def test_rotated_boxes_move_their_centres_through_the_same_inverse():
+    from lucidyolo.tasks.obb_hooks import unletterbox_rboxes
+
+    # hand-derived: scale 2, pad (10, 4); the centre as a point, w and h / 2, the angle kept
+    net = np.array([[30.0, 24.0, 8.0, 6.0, 0.5], [10.0, 4.0, 3.0, 1.0, -1.25]])
+    want = [[10.0, 10.0, 4.0, 3.0, 0.5], [0.0, 0.0, 1.5, 0.5, -1.25]]
+    assert unletterbox_rboxes(net, 2.0, 10.0, 4.0).tolist() == want
+    # and bit for bit the points' inverse at an inexact scale
+    scale, px, py = 640 / 427, 0.0, (640 - 381 * 640 / 427) / 2
+    rb = np.random.default_rng(1).uniform(1, 600, (20, 5))
+    out = unletterbox_rboxes(rb, scale, px, py)
+    assert np.array_equal(out[:, :2], unletterbox(rb[:, :2], scale, px, py))
+    assert np.array_equal(out[:, 2:4], rb[:, 2:4] / scale) and np.array_equal(out[:, 4], rb[:, 4])
