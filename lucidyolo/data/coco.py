@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.data.rle_polygons import rle_to_rings
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.errors import DataError
-from lucidyolo.structures.geometry import canonicalize_rboxes, min_area_rboxes_of_polygons
-from lucidyolo.structures.targets import Polygons, Targets
+from lucidyolo.structures.fields import field_specs
+from lucidyolo.structures.targets import Targets
 
 
 def load_coco_json(ann_file: Path) -> dict[str, Any]:
@@ -47,59 +46,24 @@ def load_coco_json(ann_file: Path) -> dict[str, Any]:
     return data
 
 
-def keypoint_flip_idx(names: list[str]) -> list[int]:
-    """Horizontal-flip permutation from ``left_*`` / ``right_*`` keypoint names.
+def coco_categories(data: dict[str, Any], fields: tuple[str, ...], ann_file: Path) -> tuple[list[int], list[str], dict[str, Any]]:
+    """Sorted category ids and names the task's fields can be read from, and the meta their rules find.
 
-    ``left_eye`` <-> ``right_eye``; names without a partner map to themselves.
+    A field with a ``categories`` rule narrows the categories (pose: those naming
+    keypoints) and reads its meta from them (K, flip pairs, skeleton).
     """
-    index = {n: i for i, n in enumerate(names)}
-    flip = list(range(len(names)))
-    for i, n in enumerate(names):
-        for a, b in (("left_", "right_"), ("right_", "left_"), ("l_", "r_"), ("r_", "l_")):
-            if n.startswith(a) and (b + n[len(a) :]) in index:
-                flip[i] = index[b + n[len(a) :]]
-                break
-    return flip
-
-
-def keypoint_skeleton(data: dict[str, Any], cat_ids: list[int], k: int | None) -> list[list[int]] | None:
-    """The limbs of a pose file's first keypoint category as 0-based point pairs, or ``None`` when it declares none.
-
-    COCO numbers the points of a ``skeleton`` pair from 1. A pair naming a point
-    outside ``1..K`` is left out rather than refused: the skeleton is only drawn,
-    and a schema's drawing is no reason to stop its training.
-    """
-    if not k or not cat_ids:
-        return None
-    cat = next((c for c in data["categories"] if int(c["id"]) == cat_ids[0]), {})
-    pairs = cat.get("skeleton")
-    if not isinstance(pairs, list):
-        return None
-    return [[int(p[0]) - 1, int(p[1]) - 1] for p in pairs
-            if isinstance(p, list | tuple) and len(p) == 2 and all(isinstance(v, int) and 1 <= v <= k for v in p)]
-
-
-def coco_categories(data: dict[str, Any], fields: tuple[str, ...], ann_file: Path) -> tuple[list[int], list[str], list[str] | None]:
-    """Sorted category ids, names and (pose) keypoint names of a COCO file."""
-    cats = data["categories"]
-    if "keypoints" in fields:
-        cats = [c for c in cats if c.get("keypoints")]
-        if not cats:
-            raise DataError(
-                f"{ann_file} declares no category with 'keypoints'.",
-                why="pose training needs keypoint names (COCO person_keypoints_*.json).",
-                fix="Use the person_keypoints_{split}.json file for pose, or another task.",
-            )
-        kp_sets = {tuple(c["keypoints"]) for c in cats}
-        if len(kp_sets) != 1:
-            raise DataError(f"{ann_file}: categories declare different keypoint lists.", fix="Use one keypoint schema per dataset.")
+    cats = list(data["categories"])
+    meta: dict[str, Any] = {}
+    for f in field_specs(fields):
+        if f.coco is not None and f.coco.categories is not None:
+            cats, found = f.coco.categories(cats, ann_file)
+            meta.update(found)
     cats = sorted(cats, key=lambda c: int(c["id"]))
     ids = [int(c["id"]) for c in cats]
     if len(set(ids)) != len(ids):
         raise DataError(f"{ann_file}: duplicate category ids {ids}.", fix="Give every category a unique id.")
     names = [str(c.get("name", c["id"])) for c in cats]
-    kp_names = list(cats[0]["keypoints"]) if "keypoints" in fields else None
-    return ids, names, kp_names
+    return ids, names, meta
 
 
 def _bad(ann_file: Path, ann: dict[str, Any], what: str, fix: str) -> DataError:
@@ -121,9 +85,9 @@ def read_coco(
         images_dir: folder the ``file_name`` entries are relative to.
         ann_file: ``instances_*.json`` (det/seg/obb) or
             ``person_keypoints_*.json`` (pose).
-        fields: the task's instance fields: ``polygons`` keeps segmentation
-            rings, ``rboxes`` fits rotated boxes to them, ``keypoints`` reads
-            keypoints (person_keypoints files).
+        fields: the task's instance fields, each read by its COCO rule
+            (``FieldSpec.coco``; the built-in ones: polygon rings, rotated
+            boxes fitted to them, person_keypoints keypoints, crowd flags).
         name: description for messages.
         layout: layout name recorded on the source.
         check_files: fail when an image listed in the JSON is missing.
@@ -136,10 +100,9 @@ def read_coco(
             missing images.
     """
     data = load_coco_json(ann_file)
-    cat_ids, class_names, kp_names = coco_categories(data, fields, ann_file)
+    cat_ids, class_names, meta = coco_categories(data, fields, ann_file)
     label_of = {c: i for i, c in enumerate(cat_ids)}
     all_cat_ids = {int(c["id"]) for c in data["categories"]}
-    k = len(kp_names) if kp_names is not None else None
 
     images = sorted(data["images"], key=lambda im: int(im["id"]))
     if not images:
@@ -158,10 +121,8 @@ def read_coco(
         if cid not in label_of:  # pose file may hold non-keypoint categories
             continue
         per_image[j].append(ann)
-    skeleton = keypoint_skeleton(data, cat_ids, k)
     del data
 
-    meta = {} if k is None else {"num_keypoints": k, "flip_idx": keypoint_flip_idx(kp_names or []), "skeleton": skeleton}
     builder = SourceBuilder(fields, meta=meta)
     for j, im in enumerate(images):
         rel = str(im["file_name"])
@@ -174,7 +135,7 @@ def read_coco(
                 why="annotations for a missing image cannot be trained on.",
                 fix="Download the missing images or point the layout at the right folder.",
             )
-        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, k, ann_file))
+        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, meta, ann_file))
         per_image[j] = []  # free as we go
     return builder.build(
         root=images_dir,
@@ -192,12 +153,20 @@ def _image_targets(
     h: int,
     w: int,
     label_of: dict[int, int],
-    k: int | None,
+    meta: dict[str, Any],
     ann_file: Path,
 ) -> Targets:
-    """Targets of one image from its annotations; crowd regions only when ``crowd`` is read (flagged, box only)."""
-    boxes, labels, difficult, rings, owners, kps, crowd = [], [], [], [], [], [], []
-    read_crowd = "crowd" in fields
+    """Targets of one image from its annotations: the box, then each field's COCO rule.
+
+    Crowd regions are kept (flagged, as ignore regions) only when a field of the
+    task has an ignore-region attribute; otherwise they are not instances. A
+    field rule may drop an annotation (a polygon task's annotation without a ring).
+    """
+    specs = field_specs(fields)
+    ruled = [f for f in specs if f.coco is not None]
+    read_crowd = any(a.ignore_region for f in specs for a in f.attrs)
+    boxes, labels, difficult = [], [], []
+    values: list[list[Any]] = [[] for _ in ruled]
     for ann in anns:
         is_crowd = bool(ann.get("iscrowd", 0))
         if is_crowd and not read_crowd:
@@ -214,66 +183,17 @@ def _image_targets(
         x2, y2 = min(max(x + bw, 0.0), w), min(max(y + bh, 0.0), h)
         if x2 - x1 <= 0 or y2 - y1 <= 0:
             continue  # empty after clamping: nothing to learn from
-        inst_rings: list[np.ndarray] = []
-        if ("polygons" in fields or "rboxes" in fields) and not is_crowd:
-            seg = ann.get("segmentation")
-            if isinstance(seg, list):
-                for ring in seg:
-                    arr = np.asarray(ring, dtype=np.float64)
-                    if arr.size >= 6 and arr.size % 2 == 0:
-                        if not np.all(np.isfinite(arr)):
-                            raise _bad(ann_file, ann, "segmentation contains NaN or infinity.", "Fix or remove the annotation.")
-                        inst_rings.append(arr.reshape(-1, 2))
-            elif isinstance(seg, dict):
-                # Non-crowd RLE (mask exports): masks travel as rings only, so
-                # trace its exact pixel outlines (holes filled, see rle_polygons).
-                try:
-                    inst_rings = rle_to_rings(seg, h, w)
-                except ValueError as exc:
-                    raise _bad(ann_file, ann, f"segmentation RLE is malformed ({exc}).",
-                               "Write the RLE as {'size': [height, width], 'counts': ...} of this image.") from None
-            if "polygons" in fields and not inst_rings:
-                # Empty polygons or an empty RLE mask: no ring to train the mask on.
-                continue
-        n = len(boxes)
-        for r in inst_rings:
-            rings.append(r)
-            owners.append(n)
-        crowd.append(is_crowd)
+        bad = lambda what, fix, ann=ann: _bad(ann_file, ann, what, fix)  # noqa: E731
+        row = [f.coco.read(ann, (h, w), meta, is_crowd, bad) for f in ruled]  # type: ignore[union-attr]
+        if any(v is None for v in row):
+            continue
+        for out, v in zip(values, row, strict=True):
+            out.append(v)
         boxes.append((x1, y1, x2, y2))
         labels.append(label_of[int(ann["category_id"])])
         difficult.append(bool(ann.get("difficult", False)))
-        if k is not None:
-            kp = np.asarray(ann.get("keypoints") or [0.0] * (3 * k), dtype=np.float32)
-            if kp.size != 3 * k:
-                raise _bad(ann_file, ann, f"has {kp.size} keypoint numbers, expected {3 * k} (K={k} x 3).", "Write x, y, v for every keypoint.")
-            kps.append(kp.reshape(k, 3))
-    n = len(boxes)
-    polys = Polygons.from_rings(rings, owners) if ("polygons" in fields or "rboxes" in fields) else None
-    rboxes = None
-    if "rboxes" in fields:
-        rboxes = min_area_rboxes_of_polygons(polys, n) if polys is not None else np.zeros((n, 5), np.float32)
-        # Annotations without a ring fall back to their axis-aligned box.
-        no_ring = np.ones(n, bool)
-        if polys is not None and polys.num_rings:
-            no_ring[polys.ring_owner] = False
-        if no_ring.any():
-            b = np.asarray(boxes, np.float32).reshape(-1, 4)[no_ring]
-            rboxes[no_ring] = canonicalize_rboxes(
-                np.stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1], np.zeros(len(b))], 1)
-            )
-        polys = None
-    kp_arr = vis = None
-    if k is not None:
-        kp3 = np.stack(kps).astype(np.float32) if kps else np.zeros((0, k, 3), np.float32)
-        kp_arr, vis = kp3[..., :2].copy(), kp3[..., 2].copy()
-    return Targets(
-        boxes=np.asarray(boxes, np.float32).reshape(-1, 4),
-        labels=np.asarray(labels, np.int64),
-        difficult=np.asarray(difficult, bool),
-        polygons=polys,
-        rboxes=rboxes,
-        keypoints=kp_arr,
-        visibility=vis,
-        crowd=np.asarray(crowd, bool) if read_crowd else None,
-    )
+    box_arr = np.asarray(boxes, np.float32).reshape(-1, 4)
+    extra: dict[str, Any] = {}
+    for f, vals in zip(ruled, values, strict=True):
+        extra.update(f.coco.join(vals, box_arr, meta))  # type: ignore[union-attr]
+    return Targets(boxes=box_arr, labels=np.asarray(labels, np.int64), difficult=np.asarray(difficult, bool), **extra)

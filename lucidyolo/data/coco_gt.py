@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.data.source import ImageSource
-from lucidyolo.structures.geometry import polygon_areas
+from lucidyolo.structures.fields import field_specs
 
 
 def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, Any]:
@@ -41,12 +41,13 @@ def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, A
         data["annotations"] = [a for a in data["annotations"] if int(a["category_id"]) in keep]
         return data
 
+    meta = source.meta()
+    writers = [f.coco for f in field_specs(source.fields) if f.coco is not None]
     cats: list[dict[str, Any]] = [{"id": cid, "name": n} for cid, n in zip(source.category_ids, source.class_names, strict=True)]
-    k = source.meta().get("num_keypoints")
-    if "keypoints" in source.fields and k:
-        for c in cats:
-            c["keypoints"] = [f"kp{i}" for i in range(k)]
-            c["skeleton"] = []
+    for c in cats:
+        for rule in writers:
+            if rule.write_category is not None:
+                c.update(rule.write_category(meta))
     images: list[dict[str, Any]] = []
     anns: list[dict[str, Any]] = []
     cat_of = np.asarray(source.category_ids, np.int64)
@@ -60,16 +61,8 @@ def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, A
             continue
         xywh = np.concatenate([t.boxes[:, :2], t.boxes[:, 2:] - t.boxes[:, :2]], 1).astype(np.float64)
         area = xywh[:, 2] * xywh[:, 3]
-        segs: list[list[list[float]]] | None = None
-        if t.polygons is not None:
-            ra = polygon_areas(t.polygons)
-            area = np.zeros(n)
-            np.add.at(area, t.polygons.ring_owner, ra)
-            segs = [[] for _ in range(n)]
-            for r in range(t.polygons.num_rings):
-                segs[int(t.polygons.ring_owner[r])].append(t.polygons.ring(r).astype(np.float64).reshape(-1).tolist())
-        if t.rboxes is not None:
-            area = (t.rboxes[:, 2] * t.rboxes[:, 3]).astype(np.float64)
+        # each field's annotation keys (segmentation, rbox, keypoints; an area replacing the box's)
+        extra = [rule.write(t.extra, n, meta) for rule in writers if rule.write is not None]
         for j in range(n):
             a: dict[str, Any] = {
                 "id": len(anns) + 1,
@@ -80,13 +73,7 @@ def build_coco_gt(source: ImageSource, use_ann_file: bool = True) -> dict[str, A
                 "iscrowd": 0,
                 "difficult": int(t.difficult[j]),
             }
-            if segs is not None:
-                a["segmentation"] = segs[j]
-            if t.rboxes is not None:
-                a["rbox"] = t.rboxes[j].astype(np.float64).tolist()
-            if t.keypoints is not None and t.visibility is not None:
-                kp = np.concatenate([t.keypoints[j], t.visibility[j][:, None]], 1).astype(np.float64)
-                a["keypoints"] = kp.reshape(-1).tolist()
-                a["num_keypoints"] = int((t.visibility[j] > 0).sum())
+            for rows in extra:
+                a.update(rows[j])
             anns.append(a)
     return {"info": {"description": source.name}, "images": images, "annotations": anns, "categories": cats}

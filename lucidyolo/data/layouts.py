@@ -42,8 +42,10 @@ class Resolved:
 
 
 def ann_prefix(fields: tuple[str, ...]) -> str:
-    """Annotation file prefix: a task reading keypoints reads ``person_keypoints`` by COCO convention."""
-    return "person_keypoints" if "keypoints" in fields else "instances"
+    """Annotation file prefix: the first field rule's that names one (keypoints: ``person_keypoints``), else ``instances``."""
+    from lucidyolo.structures.fields import field_specs
+
+    return next((f.coco.ann_prefix for f in field_specs(fields) if f.coco and f.coco.ann_prefix), "instances")
 
 
 def coco_candidates(root: Path, split: str, fields: tuple[str, ...]) -> list[tuple[str, Path, Path]]:

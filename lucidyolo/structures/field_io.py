@@ -82,3 +82,39 @@ def xyxy_to_cxcywh(boxes: np.ndarray, hw: tuple[int, int]) -> np.ndarray:
     scale = np.array([hw[1], hw[0], hw[1], hw[0]], np.float64)
     b = np.asarray(boxes, np.float64)
     return np.concatenate([(b[:, :2] + b[:, 2:]) / 2, b[:, 2:] - b[:, :2]], 1) / scale
+
+
+@dataclass(frozen=True)
+class CocoRule:
+    """A field's part of a COCO annotation file (read by :mod:`lucidyolo.data.coco`, written by :mod:`lucidyolo.data.coco_gt`).
+
+    Attributes:
+        read: ``read(ann, hw, meta, crowd, bad) -> value | None``: one
+            annotation's value for the field (any object :attr:`join` takes);
+            ``None`` drops the annotation from the task (a polygon task's
+            annotation without a ring). ``crowd`` is True for an ``iscrowd``
+            region kept as an ignore region; ``bad(what, fix)`` builds the
+            :class:`~lucidyolo.errors.DataError` naming the annotation.
+        join: ``join(values, boxes, meta) -> attributes``: one image's values
+            (one per kept annotation) and their ``boxes (N, 4)`` float32 xyxy px
+            as the field's attributes.
+        categories: ``categories(cats, ann_file) -> (cats, meta)``: the
+            categories the field can be read from (pose: those naming
+            keypoints; raise ``DataError`` for none) and the dataset meta they
+            give (K, flip pairs, skeleton). ``None``: every category, no meta.
+        ann_prefix: the annotation file name's prefix under the COCO
+            conventions (``person_keypoints``); ``None``: ``instances``.
+        write: ``write(values, n, meta) -> list[dict]``: for each of one image's
+            ``n`` instances (its attributes ``values``), the annotation keys the
+            field adds (``segmentation``, ``keypoints``, an ``area`` that
+            replaces the box's).
+        write_category: ``write_category(meta) -> dict``: keys every written
+            category carries (pose: ``keypoints`` names, ``skeleton``).
+    """
+
+    read: Callable[..., Any]
+    join: Callable[[Sequence[Any], np.ndarray, Mapping[str, Any]], dict[str, Any]]
+    categories: Callable[[list[dict[str, Any]], Path], tuple[list[dict[str, Any]], dict[str, Any]]] | None = None
+    ann_prefix: str | None = None
+    write: Callable[[Mapping[str, Any], int, Mapping[str, Any]], list[dict[str, Any]]] | None = None
+    write_category: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None

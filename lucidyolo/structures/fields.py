@@ -29,10 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.structures.field_io import YoloRows
+from lucidyolo.structures.coco_annotations import CROWD_COCO, POLYGON_COCO, POSE_COCO, RBOX_COCO
+from lucidyolo.structures.field_io import CocoRule, YoloRows
 from lucidyolo.structures.geometry import (
     affine_points,
     canonicalize_rboxes,
+    corners_to_polygons,
+    corners_to_rbox,
     hflip_rboxes,
     similarity_of,
 )
@@ -190,6 +193,12 @@ class FieldSpec:
         yolo: how the field reads from and writes to one YOLO label row
             (:class:`~lucidyolo.structures.field_io.YoloRows`); ``None``: the
             field has no YOLO row rule.
+        coco: how the field reads from and writes to a COCO annotation
+            (:class:`~lucidyolo.structures.field_io.CocoRule`); ``None``: the
+            COCO reader cannot fill it.
+        dota: ``dota(corners) -> values``: the field from a DOTA row's four
+            corners ``(N, 4, 2)`` float32 pixels (already clipped to the image);
+            ``None``: the DOTA reader cannot fill it.
         meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``);
             readers fill them (``YoloRows.meta``) and ``lucid fit`` saves them.
     """
@@ -206,6 +215,8 @@ class FieldSpec:
     survive: Callable[[Values, tuple[float, float, float, float]], np.ndarray] | None = None
     survive_alone: bool = False
     yolo: YoloRows | None = None
+    coco: CocoRule | None = None
+    dota: Callable[[np.ndarray], Values] | None = None
     meta_keys: tuple[str, ...] = field(default=())
 
     @property
@@ -403,6 +414,7 @@ register_field(FieldSpec(
     attrs=(AttrSpec("crowd", np.bool_, (), fill=False, fill_missing=True, ignore_region=True),),
     packed=("crowd",),
     pack=_pack_crowd, unpack=_unpack_crowd,
+    coco=CROWD_COCO,
 ))
 register_field(FieldSpec(
     name="rboxes",
@@ -410,7 +422,7 @@ register_field(FieldSpec(
     packed=("rboxes",),
     pack=_pack_rboxes, unpack=_unpack_rboxes,
     affine=_rboxes_affine, flip=_rboxes_flip,
-    yolo=RBOX_ROWS,
+    yolo=RBOX_ROWS, coco=RBOX_COCO, dota=lambda corners: {"rboxes": corners_to_rbox(corners)},
 ))
 register_field(FieldSpec(
     name="keypoints",
@@ -421,7 +433,7 @@ register_field(FieldSpec(
     packed=("keypoints", "visibility"),
     pack=_pack_keypoints, unpack=_unpack_keypoints,
     affine=_keypoints_affine, flip=_keypoints_flip, can_flip=_keypoints_can_flip, clip=_keypoints_clip,
-    yolo=POSE_ROWS,
+    yolo=POSE_ROWS, coco=POSE_COCO,
     meta_keys=("num_keypoints", "flip_idx"),
 ))
 register_field(FieldSpec(
@@ -430,5 +442,5 @@ register_field(FieldSpec(
     packed=("poly_points", "poly_ring_lengths", "poly_ring_owner"),
     pack=_pack_polygons, unpack=_unpack_polygons,
     affine=_polygons_affine, flip=_polygons_flip,
-    yolo=POLYGON_ROWS,
+    yolo=POLYGON_ROWS, coco=POLYGON_COCO, dota=lambda corners: {"polygons": corners_to_polygons(corners)},
 ))

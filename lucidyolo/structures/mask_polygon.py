@@ -2,7 +2,7 @@
 
 A YOLO segmentation row is one ring per instance, while a predicted mask may
 have several parts; the row keeps the largest part (by area). Its outline runs
-along pixel edges (:func:`~lucidyolo.data.rle_polygons.mask_to_rings`, exact,
+along pixel edges (:func:`~lucidyolo.structures.rle_polygons.mask_to_rings`, exact,
 a staircase with a vertex at every step), then Douglas-Peucker simplification
 within ``tolerance`` pixels drops the staircase's vertices: rasterised again,
 the polygon differs from the mask only along its boundary.
@@ -28,7 +28,7 @@ def mask_polygon(mask: np.ndarray, tolerance: float = SIMPLIFY_PX) -> np.ndarray
     """
     import shapely
 
-    from lucidyolo.data.rle_polygons import mask_to_rings
+    from lucidyolo.structures.rle_polygons import mask_to_rings
 
     rings = mask_to_rings(mask)
     if not rings:

@@ -178,9 +178,9 @@ def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, i
     The outline follows pixel edges, simplified within a pixel (:func:`~lucidyolo.structures.mask_polygon.mask_polygon`);
     an empty mask (every pixel below the threshold) writes its box's four corners, so each prediction has its row.
     """
-    from lucidyolo.data.rle_polygons import decode_rle
     from lucidyolo.predict.label_lines import format_line, normalise_xy
     from lucidyolo.structures.mask_polygon import mask_polygon
+    from lucidyolo.structures.rle_polygons import decode_rle
 
     h, w = image_hw
     out = []

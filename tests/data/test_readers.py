@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from lucidyolo.data.coco import keypoint_flip_idx
 from lucidyolo.data.layouts import check_same_categories, open_source
 from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import DataError
+from lucidyolo.structures.coco_annotations import keypoint_flip_idx
 from tests.task_fields import fields_of
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
-from lucidyolo.data.rle_polygons import decode_rle, mask_to_rings, rle_to_rings
+from lucidyolo.structures.rle_polygons import decode_rle, mask_to_rings, rle_to_rings
 
 
 def uncompressed(mask: np.ndarray) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from lucidyolo.data.rle_polygons import mask_to_rings
 from lucidyolo.structures.mask_polygon import mask_polygon
+from lucidyolo.structures.rle_polygons import mask_to_rings
 
 
 def _raster(ring: np.ndarray, h: int, w: int) -> np.ndarray:

@@ -24,7 +24,8 @@ import numpy as np
 from lucidyolo.data.image_io import IMAGE_SUFFIXES, read_image_size
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.errors import DataError
-from lucidyolo.structures.geometry import corners_to_polygons, corners_to_rbox, corners_to_xyxy
+from lucidyolo.structures.fields import field_specs
+from lucidyolo.structures.geometry import corners_to_xyxy
 from lucidyolo.structures.targets import Targets
 
 DOTA_V1_CLASSES = [
@@ -112,13 +113,11 @@ def dota_targets(corners: np.ndarray, labels: np.ndarray, difficult: np.ndarray,
     c = np.clip(corners, 0, np.array([w, h], np.float32))
     boxes = corners_to_xyxy(c)
     keep = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-    t = Targets(
-        boxes=boxes,
-        labels=labels,
-        difficult=difficult,
-        polygons=corners_to_polygons(c) if "polygons" in fields else None,
-        rboxes=corners_to_rbox(c) if "rboxes" in fields else None,
-    )
+    extra: dict[str, object] = {}
+    for f in field_specs(fields):
+        if f.dota is not None:
+            extra.update(f.dota(c))
+    t = Targets(boxes=boxes, labels=labels, difficult=difficult, **extra)
     return t if keep.all() else t.filter(keep)
 
 
@@ -127,16 +126,19 @@ def read_dota(split_dir: Path, fields: tuple[str, ...], *, name: str = "") -> Im
 
     Args:
         split_dir: e.g. ``/data/dota/train``.
-        fields: the task's instance fields (``polygons`` and ``rboxes`` are
-            read from the corners; DOTA has no keypoints).
+        fields: the task's instance fields, each read from the corners by its
+            ``FieldSpec.dota`` rule (``polygons``, ``rboxes``); a field without
+            one is refused.
         name: description for messages.
 
     Raises:
-        DataError: keypoints requested, no images, a label without its image, a bad
+        DataError: a field DOTA cannot fill (keypoints), no images, a label without its image, a bad
             row or class (``file:line``).
     """
-    if "keypoints" in fields:
-        raise DataError("DOTA has no keypoints, so it cannot be read for a keypoint task.", fix="Use --task obb (or det/seg).")
+    unread = [f.name for f in field_specs(fields) if f.dota is None and not all(a.fill_missing for a in f.attrs)]
+    if unread:
+        raise DataError(f"DOTA rows hold four corners, so the task's field {unread[0]!r} cannot be read from {split_dir}.",
+                        fix="Use --task obb (or det/seg), or a dataset layout that has the field.")
     img_dir, lab_dir = split_dir / "images", split_dir / "labelTxt"
     images = sorted(p for p in img_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
     if not images:
