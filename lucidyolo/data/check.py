@@ -92,8 +92,9 @@ def image_tail_ok(path: Path) -> bool:
 
 
 def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
-    """Guess the instance fields a root labels: keypoints if it declares them, rotated
-    boxes for DOTA or 9-number YOLO rows, polygons for longer YOLO rows, else none (boxes)."""
+    """Guess the instance fields a root labels: a field whose YOLO rule the yaml declares (keypoints:
+    ``kpt_shape``), rotated boxes for DOTA, the first field whose YOLO row rule accepts a label row
+    (9 numbers: rotated boxes, other polygon rows: polygons, a plugin's own), else none (boxes)."""
     from lucidyolo.data.layouts import coco_candidates, detect_families
     from lucidyolo.structures.fields import registered_fields
 
@@ -114,6 +115,9 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
             images = _list_images(spec, "train")[:50]
         except DataError:
             return ()
+        # the first field (in registration order: rotated boxes before polygons) whose row rule,
+        # needing no meta from the yaml, accepts the row; a 5-number row is a box
+        ruled = [f for f in registered_fields() if f.yolo is not None and f.yolo.meta is None]
         for img in images:
             lab = label_path_for(img)
             if lab.is_file():
@@ -121,10 +125,9 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
                     n = len(line.split())
                     if n == 5:
                         return ()
-                    if n == 9:
-                        return ("rboxes",)
-                    if n > 5:
-                        return ("polygons",)
+                    hit = next((f for f in ruled if n > 1 and f.yolo.accepts(n - 1, {})), None)  # type: ignore[union-attr]
+                    if hit is not None:
+                        return hit.attr_names
         return ()
     if "coco" not in fam and data_root.is_dir():
         for _, img, ann in coco_candidates(data_root, "train", ("keypoints",)):
