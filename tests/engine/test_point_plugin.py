@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
 
 PLUGIN = Path(__file__).resolve().parents[1] / "point_plugin"
-COLOURS = [(230, 40, 40), (40, 80, 230)]  # class 0 red, class 1 blue
+
+
+@pytest.fixture(autouse=True)
+def _plugin_importable():
+    """The plugin package importable in this process (the CLI tests install it through an entry point)."""
+    sys.path.insert(0, str(PLUGIN))
+    yield
+    sys.path.remove(str(PLUGIN))
 
 
 def _install(tmp: Path) -> dict[str, str]:
@@ -30,51 +37,41 @@ def _install(tmp: Path) -> dict[str, str]:
 
 
 def _write_points_root(root: Path, n_train: int = 24, n_val: int = 8, size: int = 128) -> None:
-    """Dots on a grey background; each label row is ``class x y`` at the dot's centre (normalised)."""
-    rng = np.random.default_rng(0)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "data.yaml").write_text("train: images/train\nval: images/val\nnames: [red, blue]\n")
-    for split, n in (("train", n_train), ("val", n_val)):
-        (root / "images" / split).mkdir(parents=True)
-        (root / "labels" / split).mkdir(parents=True)
-        for i in range(n):
-            img = Image.new("RGB", (size, size), (120, 120, 120))
-            d = ImageDraw.Draw(img)
-            rows = []
-            for _ in range(int(rng.integers(1, 4))):
-                c = int(rng.integers(0, 2))
-                x, y = rng.uniform(12, size - 12, 2)
-                d.ellipse((x - 6, y - 6, x + 6, y + 6), fill=COLOURS[c])
-                rows.append(f"{c} {x / size:.6f} {y / size:.6f}")
-            img.save(root / "images" / split / f"{i:03d}.png")
-            (root / "labels" / split / f"{i:03d}.txt").write_text("\n".join(rows) + "\n")
+    from lucid_points.synthetic import make_synthetic
+
+    make_synthetic(root, n_train + n_val, size, seed=0)
 
 
 def test_the_points_field_reads_its_own_rows_and_survives_by_its_own_rule(tmp_path):
-    import sys
+    import lucid_points  # noqa: F401  (registers the field)
 
-    sys.path.insert(0, str(PLUGIN))
-    try:
-        import lucid_points  # noqa: F401  (registers the field)
+    from lucidyolo.data.augment.affine import IsoAffine, clip_and_filter, transform_targets
+    from lucidyolo.data.layouts import open_source
 
-        from lucidyolo.data.augment.affine import IsoAffine, clip_and_filter, transform_targets
-        from lucidyolo.data.layouts import open_source
+    _write_points_root(tmp_path, n_train=2, n_val=1, size=128)
+    src = open_source(tmp_path, "train", ("points",))
+    t = src.targets(0)
+    row = (tmp_path / "labels" / "train" / "000.txt").read_text().split("\n")[0].split()
+    assert np.allclose(t.point[0], [float(row[1]) * 128, float(row[2]) * 128], atol=1e-4)
+    assert not t.boxes.any()  # no carrier boxes: the row holds none and nothing invents them
+    # a point inside the visible region survives although its (zero) box would fail the box rule;
+    # one pushed outside is dropped
+    moved = transform_targets(t, IsoAffine(1.0, 0.0, 0.0))
+    kept = clip_and_filter(moved, (0.0, 0.0, 128.0, 128.0))
+    assert len(kept) == len(t)
+    inside = int(((t.point[:, 0] >= 0) & (t.point[:, 0] < 64)).sum())
+    assert len(clip_and_filter(transform_targets(t, IsoAffine(1.0, 0.0, 0.0)), (0.0, 0.0, 64.0, 128.0))) == inside
 
-        _write_points_root(tmp_path, n_train=2, n_val=1, size=128)
-        src = open_source(tmp_path, "train", ("points",))
-        t = src.targets(0)
-        row = (tmp_path / "labels" / "train" / "000.txt").read_text().split("\n")[0].split()
-        assert np.allclose(t.point[0], [float(row[1]) * 128, float(row[2]) * 128], atol=1e-4)
-        assert not t.boxes.any()  # no carrier boxes: the row holds none and nothing invents them
-        # a point inside the visible region survives although its (zero) box would fail the box rule;
-        # one pushed outside is dropped
-        moved = transform_targets(t, IsoAffine(1.0, 0.0, 0.0))
-        kept = clip_and_filter(moved, (0.0, 0.0, 128.0, 128.0))
-        assert len(kept) == len(t)
-        inside = int(((t.point[:, 0] >= 0) & (t.point[:, 0] < 64)).sum())
-        assert len(clip_and_filter(transform_targets(t, IsoAffine(1.0, 0.0, 0.0)), (0.0, 0.0, 64.0, 128.0))) == inside
-    finally:
-        sys.path.remove(str(PLUGIN))
+
+def test_the_point_plugin_passes_the_contract_check():
+    """Every hook it provides, on its own synthetic set read through the YOLO reader; the field through
+    mosaic, affine and a mirrored run."""
+    from lucid_points import SPEC
+
+    from lucidyolo.testing import check_task_spec
+
+    done = check_task_spec(SPEC)
+    assert {"make_synthetic", "augment", "build_model", "build_criterion", "decode", "build_metric"} <= set(done), done
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ SPEC = TaskSpec(
     loss_terms=("heat", "offset"),
     decode_paths=("peaks",),
     metrics=MetricSpec(keys=("val/f1", "val/precision", "val/recall"), primary="val/f1"),
+    make_synthetic=lazy_hook("lucid_points.synthetic:make_synthetic"),
     build_model=lazy_hook(f"{_HOOKS}:build_model"),
     build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
     decode=lazy_hook(f"{_HOOKS}:decode"),
