@@ -15,21 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lucidyolo.data.source import ImageSource
-
-
-class FirstItems:
-    """The first ``n`` items of a dataset (the sampler yields ``(epoch, index)`` pairs, which Subset rejects)."""
-
-    def __init__(self, dataset: Any, n: int) -> None:
-        self.dataset = dataset
-        self.n = max(0, min(n, len(dataset)))
-        self.img_size = dataset.img_size
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, item: Any) -> Any:
-        return self.dataset[item]
+from lucidyolo.data.val_batches import val_batches
 
 
 def predict_split(
@@ -43,22 +29,14 @@ def predict_split(
     """
     import torch
 
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
     from lucidyolo.data.worker_plan import plan_eval_workers
-    from lucidyolo.structures.packed import unpack
 
-    dataset: Any = ValDataset(source, img_size)
-    if limit is not None:
-        dataset = FirstItems(dataset, limit)
     workers = plan_eval_workers(source, tuple(fields), batch_size, img_size)  # the /dev/shm budget fit uses
-    loader = build_val_loader(dataset, batch_size, tuple(fields), val_num_workers=workers)
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     t_forward = t_decode = 0.0
     model.to(device)
     with torch.inference_mode():
-        for batch in loader:
-            images, _, meta = unpack(batch, device)
+        for images, _, meta in val_batches(source, img_size, batch_size, fields, device, limit=limit, workers=workers):
             t0 = time.perf_counter()
             outputs = model(images)
             t1 = time.perf_counter()

@@ -71,23 +71,15 @@ def matches(metric: Any, **_: Any) -> dict[str, Any]:
 def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
              limit: int | None, paths: Sequence[str] = ("e2e",), **_: Any) -> dict[str, Any]:
     """Top-1 / top-5 accuracy of the split, with one prediction row per image, for the task's one decode path."""
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.coco_protocol import FirstItems
-    from lucidyolo.structures.packed import unpack
+    from lucidyolo.data.val_batches import val_batches
 
     path = paths[0]
-    dataset: Any = ValDataset(source, img_size)
-    if limit is not None:
-        dataset = FirstItems(dataset, limit)
-    loader = build_val_loader(dataset, batch_size, FIELDS, val_num_workers=0)
     metric = TopKAccuracy(source.num_classes)
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     model.to(device).eval()
     with torch.inference_mode():
-        for batch in loader:
-            images, gt, meta = unpack(batch, device)
+        for images, gt, meta in val_batches(source, img_size, batch_size, FIELDS, device, limit=limit):
             probs = decode(outputs=model(images), path=path).cpu()
             target = gt[NAME].cpu()
             metric.update(probs, target)
@@ -100,7 +92,7 @@ def evaluate(*, model: nn.Module, decode: Any, source: Any, img_size: int, batch
         "paths": {path: {"classification": {"stats": stats}}},
         "timings": {"predict_s": time.perf_counter() - t0},
         "results": {path: rows},
-        "num_images": len(dataset),
+        "num_images": len(rows),
     }
 
 
