@@ -46,7 +46,7 @@ import torch
 from torch import Tensor
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
-from lucidyolo.metrics.epoch_map import precision_recall
+from lucidyolo.metrics.epoch_map import precision_recall, top_per_class
 from lucidyolo.metrics.keypoint_results import keypoint_results
 from lucidyolo.metrics.mapping import clip_to_image, image_region
 from lucidyolo.metrics.oks import keypoint_sigmas
@@ -56,7 +56,6 @@ from lucidyolo.metrics.per_image_epoch_metric import (
     as_bool,
     as_float64,
 )
-from lucidyolo.metrics.segm_epoch_map import top_per_class
 from lucidyolo.structures.keypoint_detections import KeypointDetections
 
 KEYPOINT_MAX_DETS = 20
