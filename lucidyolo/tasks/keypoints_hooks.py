@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from lucidyolo.errors import ConfigError
 from lucidyolo.structures.keypoint_detections import KeypointDetections
-from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("keypoints", "crowd")

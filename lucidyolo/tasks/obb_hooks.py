@@ -302,7 +302,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
                  class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
     """COCO results of the upright envelopes (``bbox``) with each quadrilateral as a polygon ``segmentation``
     and the rotated box itself as ``rbox`` ``[cx, cy, w, h, theta]`` (as in the tiler's COCO files)."""
-    from lucidyolo.tasks import detect_hooks
+    from lucidyolo.tasks.detect import hooks as detect_hooks
 
     kept = detect_hooks.scored(predictions)
     out = detect_hooks.coco_results(predictions=kept, image_id=image_id, image_hw=image_hw, class_names=class_names)
@@ -314,7 +314,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """onnxruntime against PyTorch on ``images``: 7-column rows matched, classes equal, box/angle and score gaps."""
-    from lucidyolo.tasks.detect_hooks import export_check as rows_check
+    from lucidyolo.tasks.detect.hooks import export_check as rows_check
 
     return rows_check(deployed=deployed, onnx_path=onnx_path, images=images)
 

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.structures.mask_detections import MaskDetections
-from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("polygons", "crowd")
