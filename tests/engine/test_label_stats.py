@@ -102,7 +102,7 @@ def test_obb_angle_histogram_in_ten_degree_bins():
 
 
 def test_polygon_vertices_one_bin_per_count_then_wider():
-    from lucidyolo.tasks.segment_hooks import label_stats
+    from lucidyolo.tasks.segment.hooks import label_stats
 
     rings = [np.zeros((n, 2)) for n in (3, 4, 4, 7, 3)]
     panel = label_stats(instances={"polygons": Polygons.from_rings(rings, [0, 0, 1, 2, 3])})["polygon_vertices"]
