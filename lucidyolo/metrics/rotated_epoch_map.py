@@ -16,7 +16,7 @@ boxes, rotated boxes are not clipped to the image region inside the letterbox:
 clipping a rotated box is not a rotated box, and a prediction reaching into
 the padding is scored as it is. ``batch_meta`` serves only for the
 image index (deduplication), as in
-:class:`~lucidyolo.metrics.oks_epoch_map.OKSEpochMAP`.
+:class:`~lucidyolo.tasks.keypoints.epoch_map.OKSEpochMAP`.
 
 Whole-scene scoring (merging tiles back with
 :mod:`~lucidyolo.metrics.scene_merge`) belongs to ``lucid eval``: a training
@@ -107,7 +107,7 @@ class RotatedEpochMAP(PerImageEpochMetric):
         """``{"rotated_mAP50-95": t, "rotated_mAP50": t, "rotated_precision": t,
         "rotated_recall": t}`` (logged with a ``val/`` prefix; precision and
         recall at IoU 0.5 and the best mean-F1 confidence), float32 scalar
-        tensors like :class:`~lucidyolo.metrics.oks_epoch_map.OKSEpochMAP`'s;
+        tensors like :class:`~lucidyolo.tasks.keypoints.epoch_map.OKSEpochMAP`'s;
         0.0 where no class has non-difficult ground truth; ``None`` without
         any class.
         """

@@ -76,7 +76,7 @@ def test_a_split_without_instances_counts_images_per_class():
 
 
 def test_keypoint_visibility_per_index():
-    from lucidyolo.tasks.keypoints_hooks import label_stats
+    from lucidyolo.tasks.keypoints.hooks import label_stats
 
     vis = np.array([[2, 2, 0, 1], [0, 0, 0, 0], [1, 2, 2, 0]], np.float32)  # (M=3, K=4)
     panel = label_stats(instances={"visibility": vis, "keypoints": np.zeros((3, 4, 2))})["keypoint_visibility"]

@@ -8,7 +8,6 @@ import pytest
 import torch
 from torch import Tensor
 
-from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
 from lucidyolo.metrics.per_image_epoch_metric import (
     ImageRows,
     PerImageEpochMetric,
@@ -16,6 +15,7 @@ from lucidyolo.metrics.per_image_epoch_metric import (
     as_float64,
 )
 from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
+from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
 
 
 class _Counts(PerImageEpochMetric):
