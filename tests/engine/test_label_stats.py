@@ -87,7 +87,7 @@ def test_keypoint_visibility_per_index():
 
 
 def test_obb_angle_histogram_in_ten_degree_bins():
-    from lucidyolo.tasks.obb_hooks import label_stats
+    from lucidyolo.tasks.obb.hooks import label_stats
 
     degrees = [0, 0, 30, 90, -45, 130]
     rboxes = np.zeros((6, 5), np.float32)
