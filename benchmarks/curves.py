@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import lucidyolo.engine.best_curves as best_curves
     import lucidyolo.metrics.coco_eval as coco_eval
     import lucidyolo.metrics.epoch_map as epoch_map
-    import lucidyolo.metrics.oks_epoch_map as oks_epoch_map
-    import lucidyolo.metrics.rotated_epoch_map as rotated_epoch_map
-    import lucidyolo.metrics.segm_epoch_map as segm_epoch_map
+    import lucidyolo.tasks.keypoints.epoch_map as oks_epoch_map
+    import lucidyolo.tasks.obb.epoch_map as rotated_epoch_map
+    import lucidyolo.tasks.segment.epoch_map as segm_epoch_map
     from lucidyolo import Model
 
     spent: dict[str, float] = defaultdict(float)

@@ -132,6 +132,16 @@ def test_lower_layers_never_reach_the_cli_or_the_engine(graph, layer):
     assert not {m: ts for m, ts in bad.items() if ts}
 
 
+@pytest.mark.parametrize("layer", LOWER_LAYERS)
+def test_lower_layers_never_reach_the_task_layer(graph, layer):
+    """A module a built-in task's package (``tasks/<task>/``) imports is that task's; the shared rooms
+    hold what several tasks use and never import a task, directly or through another module."""
+    prefix = f"lucidyolo.{layer}"
+    mods = [m for m in graph if m == prefix or m.startswith(prefix + ".")]
+    bad = {m: sorted(t for t in reachable(graph, m) if t == "lucidyolo.tasks" or t.startswith("lucidyolo.tasks.")) for m in mods}
+    assert mods and not {m: ts for m, ts in bad.items() if ts}
+
+
 def test_graph_sees_function_local_relative_and_package_imports(tmp_path):
     """The checker itself: each way of hiding a cycle is found, and an acyclic package passes."""
     pkg = tmp_path / "pkg"

@@ -64,7 +64,7 @@ def nms_decode(
             An untrained model scores every anchor above 0.001 (8,400 per image at 640 px). Greedy NMS
             decides each box from higher-scored boxes only, so the cap changes no row unless fewer than
             ``max_det`` boxes survive among the top ``pre_nms_topk`` (as in
-            :func:`~lucidyolo.decode.rotated_nms.rotated_nms_decode`).
+            :func:`~lucidyolo.tasks.obb.rotated_nms.rotated_nms_decode`).
 
     Returns:
         dets: ``(B, max_det, 6)`` rows ``[x1, y1, x2, y2, score, class]`` sorted by

@@ -147,6 +147,34 @@ def rows_to_coco(
     return gt_dict, det_list
 
 
+def top_per_class(rows: torch.Tensor, k: int) -> torch.Tensor:
+    """Zero the score of every row beyond the ``k`` best of its class in its image.
+
+    Args:
+        rows: ``(B, K, 6)`` ``[x1, y1, x2, y2, score, class]``, score ``<= 0`` padding.
+        k: rows kept per image and class (ties keep the earlier row, as
+            COCOeval's stable sort does).
+
+    Returns:
+        ``(B, K, 6)`` rows, the dropped ones with score 0.
+    """
+    b, n = rows.shape[:2]
+    if n <= k:
+        return rows
+    score, cls = rows[..., 4], rows[..., 5]
+    # stable sort by score (descending), then stable by class: classes grouped, best first
+    by_score = torch.sort(score, dim=1, descending=True, stable=True).indices  # (B, K)
+    by_class = torch.sort(cls.gather(1, by_score), dim=1, stable=True).indices
+    order = by_score.gather(1, by_class)  # (B, K) row index in the grouped order
+    grouped = cls.gather(1, order)
+    pos = torch.arange(n, device=rows.device).expand(b, n)
+    start = torch.ones_like(grouped, dtype=torch.bool)
+    start[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+    first = torch.where(start, pos, torch.zeros_like(pos)).cummax(dim=1).values  # group start
+    rank = torch.empty_like(pos).scatter_(1, order, pos - first)  # (B, K) rank in its class
+    return torch.cat([rows[..., :4], torch.where(rank < k, score, 0.0)[..., None], rows[..., 5:]], dim=-1)
+
+
 class EpochMAP(Metric):
     """Box mAP50-95 and mAP50 over a validation epoch, synchronised across ranks.
 

@@ -4,7 +4,7 @@ A task's ``matches(metric)`` hook returns one :class:`Matches` per IoU type
 (``"B"`` boxes, ``"M"`` masks, ``"R"`` rotated boxes, ``"P"`` keypoints: the
 letters of its ``results.csv`` columns), read from the metric's *own*
 matching at its IoU threshold (0.5): pycocotools' ``evalImgs`` for COCO
-metrics, :func:`~lucidyolo.metrics.rotated_map.match_detections` for rotated
+metrics, :func:`~lucidyolo.tasks.obb.rotated_map.match_detections` for rotated
 boxes. Nothing downstream matches again, so the PR curve's area is the AP50 the
 metric reports and the confusion matrix's diagonal is its true-positive count.
 

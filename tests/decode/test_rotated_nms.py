@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-import lucidyolo.decode.rotated_nms as rotated_nms_module
+import lucidyolo.tasks.obb.rotated_nms as rotated_nms_module
 from lucidyolo.decode import nms_decode
-from lucidyolo.decode.rotated_nms import batched_rotated_nms, rotated_nms, rotated_nms_decode
 from lucidyolo.structures.rotated_iou import rotated_iou_matrix
+from lucidyolo.tasks.obb.rotated_nms import batched_rotated_nms, rotated_nms, rotated_nms_decode
 
 
 def _reference(boxes: torch.Tensor, scores: torch.Tensor, thr: float, labels: torch.Tensor | None = None):

@@ -76,7 +76,7 @@ def test_a_split_without_instances_counts_images_per_class():
 
 
 def test_keypoint_visibility_per_index():
-    from lucidyolo.tasks.keypoints_hooks import label_stats
+    from lucidyolo.tasks.keypoints.hooks import label_stats
 
     vis = np.array([[2, 2, 0, 1], [0, 0, 0, 0], [1, 2, 2, 0]], np.float32)  # (M=3, K=4)
     panel = label_stats(instances={"visibility": vis, "keypoints": np.zeros((3, 4, 2))})["keypoint_visibility"]
@@ -87,7 +87,7 @@ def test_keypoint_visibility_per_index():
 
 
 def test_obb_angle_histogram_in_ten_degree_bins():
-    from lucidyolo.tasks.obb_hooks import label_stats
+    from lucidyolo.tasks.obb.hooks import label_stats
 
     degrees = [0, 0, 30, 90, -45, 130]
     rboxes = np.zeros((6, 5), np.float32)
@@ -102,7 +102,7 @@ def test_obb_angle_histogram_in_ten_degree_bins():
 
 
 def test_polygon_vertices_one_bin_per_count_then_wider():
-    from lucidyolo.tasks.segment_hooks import label_stats
+    from lucidyolo.tasks.segment.hooks import label_stats
 
     rings = [np.zeros((n, 2)) for n in (3, 4, 4, 7, 3)]
     panel = label_stats(instances={"polygons": Polygons.from_rings(rings, [0, 0, 1, 2, 3])})["polygon_vertices"]

@@ -68,10 +68,10 @@ def test_whole_scenes_rebuilt_from_tiles_hold_every_labelled_object_once(tmp_pat
 
     from lucidyolo.data.dota.reader import parse_dota_label_file
     from lucidyolo.data.layouts import open_source
-    from lucidyolo.metrics.rotated_map import rotated_iou
-    from lucidyolo.metrics.scene_merge import scene_ground_truth
     from lucidyolo.structures.geometry import corners_to_rbox
-    from lucidyolo.tasks.obb_hooks import tile_windows
+    from lucidyolo.tasks.obb.hooks import tile_windows
+    from lucidyolo.tasks.obb.rotated_map import rotated_iou
+    from lucidyolo.tasks.obb.scene_merge import scene_ground_truth
 
     scenes = ROOT / "dota_v1_examples"
     r = lucid("data", "tile", "dota", "--data-root", str(scenes), "--out", str(tmp_path), "--splits", "val")

@@ -21,8 +21,8 @@ CALLS: list[tuple[str, Any]] = []
 
 
 def _renamed_spec():
-    from lucidyolo.tasks import detect_hooks
     from lucidyolo.tasks.api import EvalOption
+    from lucidyolo.tasks.detect import hooks as detect_hooks
     from lucidyolo.tasks.registry import get_task
 
     def decode(*, outputs: Any, path: str) -> Any:

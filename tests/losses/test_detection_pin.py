@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from lucidyolo.models import create_model
-from lucidyolo.tasks.detect import DetectModelConfig
+from lucidyolo.tasks.detect.spec import DetectModelConfig
 from lucidyolo.tasks.registry import get_task
 
 BEFORE_THE_MOVE = {"total": 21.42261505126953, "box": 0.4878005087375641, "cls": 16.813343048095703,

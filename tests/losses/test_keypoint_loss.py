@@ -15,9 +15,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from lucidyolo.assign.assignment import background_assignment
 from lucidyolo.losses.criterion import DetectionCriterion
-from lucidyolo.losses.keypoint import KeypointTerm
-from lucidyolo.losses.realnvp import RealNVP2D
 from lucidyolo.structures.box_coder import make_anchors
+from lucidyolo.tasks.keypoints.keypoint_loss import KeypointTerm
+from lucidyolo.tasks.keypoints.realnvp import RealNVP2D
 
 LN2 = math.log(2.0)
 LN3 = math.log(3.0)

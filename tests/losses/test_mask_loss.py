@@ -18,9 +18,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from lucidyolo.assign.assignment import background_assignment
 from lucidyolo.losses.criterion import DetectionCriterion
-from lucidyolo.losses.mask import MaskTerm, SemanticTerm, roi_protos
 from lucidyolo.structures.box_coder import make_anchors
 from lucidyolo.structures.rasterize import rasterize_rings
+from lucidyolo.tasks.segment.mask_loss import MaskTerm, SemanticTerm, roi_protos
 
 NUM_PROTOS = 32
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lucidyolo.losses.realnvp import RealNVP2D
+from lucidyolo.tasks.keypoints.realnvp import RealNVP2D
 
 
 def _randomised(seed: int = 0, std: float = 0.2) -> RealNVP2D:

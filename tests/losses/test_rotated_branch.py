@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lucidyolo.assign.assignment import Assignment
-from lucidyolo.losses.rotated_branch import RotatedBranchLoss, aspect_weight
+from lucidyolo.tasks.obb.rotated_loss import RotatedBranchLoss, aspect_weight
 
 
 @pytest.mark.parametrize(("ratio", "expected"), [(1, 1.0), (2, 0.948), (5, 0.750), (10, 0.555), (20, 0.369)])

@@ -63,7 +63,7 @@ def test_no_rows_give_no_rows(kind):
 
 
 def test_rotated_boxes_move_their_centres_through_the_same_inverse():
-    from lucidyolo.tasks.obb_hooks import unletterbox_rboxes
+    from lucidyolo.tasks.obb.hooks import unletterbox_rboxes
 
     # hand-derived: scale 2, pad (10, 4); the centre as a point, w and h / 2, the angle kept
     net = np.array([[30.0, 24.0, 8.0, 6.0, 0.5], [10.0, 4.0, 3.0, 1.0, -1.25]])

@@ -13,10 +13,15 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval, Params
 
 from lucidyolo.metrics.coco_eval import dets_to_coco_results, evaluate_coco
-from lucidyolo.metrics.keypoint_results import keypoint_results
-from lucidyolo.metrics.oks import COCO_PERSON_SIGMAS, UNIFORM_SIGMA, keypoint_sigmas, oks_matrix
-from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
 from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
+from lucidyolo.tasks.keypoints.oks import (
+    COCO_PERSON_SIGMAS,
+    UNIFORM_SIGMA,
+    keypoint_sigmas,
+    oks_matrix,
+)
+from lucidyolo.tasks.keypoints.results import keypoint_results
 
 # ----------------------------------------------------------------- helpers
 

@@ -8,14 +8,14 @@ import pytest
 import torch
 from torch import Tensor
 
-from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
 from lucidyolo.metrics.per_image_epoch_metric import (
     ImageRows,
     PerImageEpochMetric,
     as_bool,
     as_float64,
 )
-from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
+from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
+from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP
 
 
 class _Counts(PerImageEpochMetric):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from lucidyolo.metrics.recall import RecallAtIoU, greedy_match, recall_counts
+from lucidyolo.tasks.detect.recall import RecallAtIoU, greedy_match, recall_counts
 
 GOLDEN = json.loads((Path(__file__).parent / "recall_golden.json").read_text())
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from lucidyolo.data.datasets import Sample
-from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
-from lucidyolo.metrics.rotated_map import rotated_map
 from lucidyolo.structures.packed import collate_packed, unpack
 from lucidyolo.structures.targets import Targets
+from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP
+from lucidyolo.tasks.obb.rotated_map import rotated_map
 
 N_ROWS = 300
 

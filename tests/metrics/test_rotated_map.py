@@ -12,7 +12,7 @@ import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from lucidyolo.metrics.rotated_map import (
+from lucidyolo.tasks.obb.rotated_map import (
     ap_101,
     ap_voc,
     match_detections,
@@ -319,7 +319,7 @@ def test_upright_matches_pycocotools(seed: int):
 
 
 def test_voc_matching_is_dotas_classic_rule():
-    from lucidyolo.metrics.rotated_map import match_voc
+    from lucidyolo.tasks.obb.rotated_map import match_voc
 
     # Detections in score order vs GTs [easy0, easy1, difficult2].
     ious = np.array([

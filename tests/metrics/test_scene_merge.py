@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lucidyolo.metrics.rotated_map import rotated_map
-from lucidyolo.metrics.scene_merge import merge_to_scenes, scene_ground_truth, tile_cores
+from lucidyolo.tasks.obb.rotated_map import rotated_map
+from lucidyolo.tasks.obb.scene_merge import merge_to_scenes, scene_ground_truth, tile_cores
 
 # A 150 x 150 scene cut into a 2 x 2 grid of 100 px windows overlapping by 50 px:
 # x and y windows [0, 100) and [50, 150), overlap band [50, 100), boundary 75.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lucidyolo.tasks import segment_hooks
-from lucidyolo.tasks.segment import SegmentModelConfig
+from lucidyolo.tasks.segment import hooks as segment_hooks
+from lucidyolo.tasks.segment.spec import SegmentModelConfig
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The built-in keypoint task (``keypoints``, alias ``pose``).
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
-:mod:`lucidyolo.tasks.keypoints_hooks`. Detection plus, per anchor and branch,
+:mod:`lucidyolo.tasks.keypoints.hooks`. Detection plus, per anchor and branch,
 ``K`` point offsets and ``K x 2`` scales trained by residual log-likelihood
 estimation. Declares ``multi_device=False``: its OKS AP is computed from
 per-split lists that nothing gathers across ranks.
@@ -37,7 +37,7 @@ class KeypointModelConfig(ModelConfig):
     oks_gain: float = Field(0.0, ge=0)
 
 
-_HOOKS = "lucidyolo.tasks.keypoints_hooks"
+_HOOKS = "lucidyolo.tasks.keypoints.hooks"
 
 SPEC = TaskSpec(
     name="keypoints",

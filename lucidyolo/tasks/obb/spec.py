@@ -1,7 +1,7 @@
 """The built-in oriented-box task (``obb``, alias ``oriented``).
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
-:mod:`lucidyolo.tasks.obb_hooks`. Declares ``multi_device=False``: its rotated
+:mod:`lucidyolo.tasks.obb.hooks`. Declares ``multi_device=False``: its rotated
 mAP ranks every detection of the split together and is not gathered across
 ranks, so more than one device would report a per-rank number that looks
 plausible and is wrong.
@@ -30,7 +30,7 @@ class ObbModelConfig(ModelConfig):
     angle_gain: float = Field(0.25, ge=0, description="1.0 destabilises training; 0.25 is the measured choice")
 
 
-_HOOKS = "lucidyolo.tasks.obb_hooks"
+_HOOKS = "lucidyolo.tasks.obb.hooks"
 
 SPEC = TaskSpec(
     name="obb",

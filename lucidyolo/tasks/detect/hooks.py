@@ -1,4 +1,4 @@
-"""Hooks of the detection task (imported lazily by :mod:`lucidyolo.tasks.detect`; uses torch).
+"""Hooks of the detection task (imported lazily by :mod:`lucidyolo.tasks.detect.spec`; uses torch).
 
 Each function implements one hook contract of :class:`lucidyolo.tasks.api.TaskSpec`;
 the engine calls them with keyword arguments.
@@ -89,8 +89,8 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.recall import RecallAtIoU
     from lucidyolo.structures.packed import unpack
+    from lucidyolo.tasks.detect.recall import RecallAtIoU
 
     deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)

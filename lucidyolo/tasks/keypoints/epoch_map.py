@@ -14,7 +14,7 @@ in. OKS is invariant to the letterbox's uniform scale and shift (squared point
 distances and areas scale together), so AP matches original-pixel scoring of
 the same ground truth (same areas), provided points and boxes are clipped to
 the image the way
-:func:`~lucidyolo.metrics.keypoint_results.keypoint_results` clips them to
+:func:`~lucidyolo.tasks.keypoints.results.keypoint_results` clips them to
 the original image: ``update`` clips them to the image's region inside the
 letterbox (skipped for mosaics, whose letterbox is NaN).
 
@@ -46,18 +46,17 @@ import torch
 from torch import Tensor
 
 from lucidyolo.metrics.coco_eval import CocoResult, evaluate_coco
-from lucidyolo.metrics.epoch_map import precision_recall
-from lucidyolo.metrics.keypoint_results import keypoint_results
+from lucidyolo.metrics.epoch_map import precision_recall, top_per_class
 from lucidyolo.metrics.mapping import clip_to_image, image_region
-from lucidyolo.metrics.oks import keypoint_sigmas
 from lucidyolo.metrics.per_image_epoch_metric import (
     ImageRows,
     PerImageEpochMetric,
     as_bool,
     as_float64,
 )
-from lucidyolo.metrics.segm_epoch_map import top_per_class
 from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks.keypoints.oks import keypoint_sigmas
+from lucidyolo.tasks.keypoints.results import keypoint_results
 
 KEYPOINT_MAX_DETS = 20
 """COCOeval's ``maxDets`` for ``iouType="keypoints"``."""
@@ -79,7 +78,7 @@ class OKSEpochMAP(PerImageEpochMetric):
     Args:
         num_keypoints: K, points per instance.
         sigmas: ``K`` per-point OKS sigmas; ``None`` uses
-            :func:`~lucidyolo.metrics.oks.keypoint_sigmas` (COCO person for 17,
+            :func:`~lucidyolo.tasks.keypoints.oks.keypoint_sigmas` (COCO person for 17,
             uniform 0.072 otherwise).
         num_classes: contiguous classes (categories ``0..C-1``); ``None`` uses
             the labels seen.

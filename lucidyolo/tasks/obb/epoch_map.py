@@ -4,7 +4,7 @@
 :class:`~lucidyolo.metrics.per_image_epoch_metric.PerImageEpochMetric`: it
 keeps, per validation image (tile), its predicted rotated boxes and its ground
 truth as small numpy arrays on the CPU; ``compute`` scores them with
-:func:`~lucidyolo.metrics.rotated_map.rotated_map` (exact polygon IoU, DOTA
+:func:`~lucidyolo.tasks.obb.rotated_map.rotated_map` (exact polygon IoU, DOTA
 difficult rule, COCO 101-point AP, up to 300 detections per tile). The obb
 task declares ``multi_device=False``: the AP ranks every detection of the
 split together and nothing is gathered across ranks.
@@ -16,10 +16,10 @@ boxes, rotated boxes are not clipped to the image region inside the letterbox:
 clipping a rotated box is not a rotated box, and a prediction reaching into
 the padding is scored as it is. ``batch_meta`` serves only for the
 image index (deduplication), as in
-:class:`~lucidyolo.metrics.oks_epoch_map.OKSEpochMAP`.
+:class:`~lucidyolo.tasks.keypoints.epoch_map.OKSEpochMAP`.
 
 Whole-scene scoring (merging tiles back with
-:mod:`~lucidyolo.metrics.scene_merge`) belongs to ``lucid eval``: a training
+:mod:`~lucidyolo.tasks.obb.scene_merge`) belongs to ``lucid eval``: a training
 validation batch carries no ``source_image`` / ``window``.
 """
 
@@ -40,7 +40,7 @@ from lucidyolo.metrics.per_image_epoch_metric import (
     as_bool,
     as_float64,
 )
-from lucidyolo.metrics.rotated_map import DetList, GtList, RotatedAP, rotated_map, rotated_matches
+from lucidyolo.tasks.obb.rotated_map import DetList, GtList, RotatedAP, rotated_map, rotated_matches
 
 ROTATED_MAX_DETS = 300
 """Detections scored per tile (the deployed graph's top-k)."""
@@ -57,7 +57,7 @@ class RotatedEpochMAP(PerImageEpochMetric):
             keeps all).
 
     After ``compute()``, :attr:`last_result` holds the full
-    :class:`~lucidyolo.metrics.rotated_map.RotatedAP` (per-class AP, mAP75),
+    :class:`~lucidyolo.tasks.obb.rotated_map.RotatedAP` (per-class AP, mAP75),
     or ``None`` when there was nothing to score, and :attr:`last_matches` its
     :class:`~lucidyolo.metrics.matches.Matches` at IoU 0.5.
     """
@@ -107,7 +107,7 @@ class RotatedEpochMAP(PerImageEpochMetric):
         """``{"rotated_mAP50-95": t, "rotated_mAP50": t, "rotated_precision": t,
         "rotated_recall": t}`` (logged with a ``val/`` prefix; precision and
         recall at IoU 0.5 and the best mean-F1 confidence), float32 scalar
-        tensors like :class:`~lucidyolo.metrics.oks_epoch_map.OKSEpochMAP`'s;
+        tensors like :class:`~lucidyolo.tasks.keypoints.epoch_map.OKSEpochMAP`'s;
         0.0 where no class has non-difficult ground truth; ``None`` without
         any class.
         """

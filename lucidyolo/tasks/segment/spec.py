@@ -1,7 +1,7 @@
 """The built-in instance segmentation task (``seg``, alias ``segment``).
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
-:mod:`lucidyolo.tasks.segment_hooks`. Detection plus 32 mask coefficients per
+:mod:`lucidyolo.tasks.segment.hooks`. Detection plus 32 mask coefficients per
 anchor and branch, image-wide prototypes and a training-only semantic head.
 """
 
@@ -34,7 +34,7 @@ class SegmentModelConfig(ModelConfig):
     )
 
 
-_HOOKS = "lucidyolo.tasks.segment_hooks"
+_HOOKS = "lucidyolo.tasks.segment.hooks"
 
 SPEC = TaskSpec(
     name="seg",

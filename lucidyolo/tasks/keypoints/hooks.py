@@ -1,8 +1,8 @@
-"""Hooks of the keypoint task (imported lazily by :mod:`lucidyolo.tasks.keypoints`; uses torch).
+"""Hooks of the keypoint task (imported lazily by :mod:`lucidyolo.tasks.keypoints.spec`; uses torch).
 
 Keypoints are detection plus two stems per anchor and branch: ``kpts (K, 2)`` raw
 offsets (point = anchor + raw * stride) and ``kpt_sigma (K, 2)`` raw scales
-(sigmoid), trained by :class:`~lucidyolo.losses.keypoint.KeypointTerm`. Decode and
+(sigmoid), trained by :class:`~lucidyolo.tasks.keypoints.keypoint_loss.KeypointTerm`. Decode and
 the deployed graph turn them into ``[x, y, confidence]`` per point
 (:func:`decode_keypoints`) gathered by the kept anchor index, so every consumer
 sees :class:`~lucidyolo.structures.keypoint_detections.KeypointDetections`.
@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from lucidyolo.errors import ConfigError
 from lucidyolo.structures.keypoint_detections import KeypointDetections
-from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("keypoints", "crowd")
@@ -100,8 +100,8 @@ def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None =
     from lucidyolo.assign.tal import TaskAlignedAssigner
     from lucidyolo.losses.branch import BranchLoss
     from lucidyolo.losses.criterion import DetectionCriterion
-    from lucidyolo.losses.keypoint import KeypointTerm
-    from lucidyolo.metrics.oks import keypoint_sigmas
+    from lucidyolo.tasks.keypoints.keypoint_loss import KeypointTerm
+    from lucidyolo.tasks.keypoints.oks import keypoint_sigmas
 
     k = num_keypoints(cfg, meta or {})
     return DetectionCriterion(
@@ -148,7 +148,7 @@ def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> 
 
 
 def build_metric(num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
-    from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
+    from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
 
     k = (meta or {}).get("num_keypoints")
     if k is None:
@@ -176,8 +176,8 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
     """
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.oks_epoch_map import OKSEpochMAP
     from lucidyolo.structures.packed import unpack
+    from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
 
     deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
@@ -199,7 +199,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
         ConfigError: the split's instances do not have 17 points (the COCO protocol's sigmas are per person point).
     """
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
-    from lucidyolo.metrics.keypoint_results import keypoint_results
+    from lucidyolo.tasks.keypoints.results import keypoint_results
 
     k = source.meta().get("num_keypoints")
     if k != 17:
@@ -287,7 +287,7 @@ def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, i
 def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],
                  class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
     """COCO keypoint results: ``bbox``, ``score`` and ``keypoints`` ``[x1, y1, c1, ...]`` (``c`` the point's confidence)."""
-    from lucidyolo.metrics.keypoint_results import keypoint_results
+    from lucidyolo.tasks.keypoints.results import keypoint_results
 
     kept = detect_hooks.scored(predictions)
     rows = np.array([[*p["box"], p["score"], p["label"]] for p in kept], np.float64).reshape(-1, 6)

@@ -27,7 +27,7 @@ pairs)::
     kpt   = sum L / max(V, 1)        (V, N' counted over the global batch)
 
 ``|r| + log 2`` is ``-log Q`` of the unit Laplace; ``G`` is the flow
-(:class:`~lucidyolo.losses.realnvp.RealNVP2D`), one joint log density per point.
+(:class:`~lucidyolo.tasks.keypoints.realnvp.RealNVP2D`), one joint log density per point.
 ``laplace_nll`` drops the ``log G`` term. The term owns the flow and the criterion
 calls the same term for both branches, so both branches share (and train) one flow.
 
@@ -55,7 +55,7 @@ from torch import Tensor, nn
 
 from lucidyolo.assign.assignment import Assignment
 from lucidyolo.losses.normaliser import global_normaliser
-from lucidyolo.losses.realnvp import RealNVP2D
+from lucidyolo.tasks.keypoints.realnvp import RealNVP2D
 
 KEYPOINT_LOSS_KINDS = ("rle", "laplace_nll")
 DEFAULT_OKS_SIGMA = 0.072

@@ -1,7 +1,7 @@
-"""Hooks of the instance segmentation task (imported lazily by :mod:`lucidyolo.tasks.segment`; uses torch).
+"""Hooks of the instance segmentation task (imported lazily by :mod:`lucidyolo.tasks.segment.spec`; uses torch).
 
 Segmentation is detection plus one stem (``coeffs``: ``P`` tanh coefficients per
-anchor and branch) and one extra module (:class:`~lucidyolo.models.prototypes.PrototypeHead`:
+anchor and branch) and one extra module (:class:`~lucidyolo.tasks.segment.prototypes.PrototypeHead`:
 prototypes, and a semantic head only while training). Its decode returns
 :class:`~lucidyolo.structures.mask_detections.MaskDetections`: the box rows of
 detection plus what assembles their masks where a consumer needs them.
@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.structures.mask_detections import MaskDetections
-from lucidyolo.tasks import detect_hooks
+from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 
 FIELDS: tuple[str, ...] = ("polygons", "crowd")
@@ -31,7 +31,7 @@ PROTO_WIDTH = 256
 def build_model(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
     from lucidyolo.models.head import StemSpec
-    from lucidyolo.models.prototypes import PrototypeHead
+    from lucidyolo.tasks.segment.prototypes import PrototypeHead
 
     p = int(cfg.num_prototypes)
     model = create_model(cfg.variant, num_classes=num_classes, label="seg",
@@ -47,7 +47,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.assign.tal import TaskAlignedAssigner
     from lucidyolo.losses.branch import BranchLoss
     from lucidyolo.losses.criterion import DetectionCriterion
-    from lucidyolo.losses.mask import MaskTerm, SemanticTerm
+    from lucidyolo.tasks.segment.mask_loss import MaskTerm, SemanticTerm
 
     return DetectionCriterion(
         TaskAlignedAssigner(topk=cfg.o2m_topk),
@@ -80,7 +80,7 @@ def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> 
 
 
 def build_metric(num_classes: int, **_: Any) -> nn.Module:
-    from lucidyolo.metrics.segm_epoch_map import SegmEpochMAP
+    from lucidyolo.tasks.segment.epoch_map import SegmEpochMAP
 
     return SegmEpochMAP(num_classes=num_classes)
 
@@ -102,8 +102,8 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
     """Mean mask IoU over every GT of ``source`` (unmatched = 0), deployed end-to-end graph, network-input frame."""
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.mask_iou import MeanMaskIoU
     from lucidyolo.structures.packed import unpack
+    from lucidyolo.tasks.segment.mask_iou import MeanMaskIoU
 
     deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)

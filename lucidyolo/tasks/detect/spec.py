@@ -1,7 +1,7 @@
 """The built-in detection task (``det``, alias ``detect``).
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
-:mod:`lucidyolo.tasks.detect_hooks`.
+:mod:`lucidyolo.tasks.detect.hooks`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class DetectModelConfig(ModelConfig):
     """Detection has no options beyond the shared ones."""
 
 
-_HOOKS = "lucidyolo.tasks.detect_hooks"
+_HOOKS = "lucidyolo.tasks.detect.hooks"
 
 SPEC = TaskSpec(
     name="det",

@@ -1,4 +1,4 @@
-"""Hooks of the oriented-box task (imported lazily by :mod:`lucidyolo.tasks.obb`; uses torch).
+"""Hooks of the oriented-box task (imported lazily by :mod:`lucidyolo.tasks.obb.spec`; uses torch).
 
 A rotated box is detection's ltrb, measured in the box's own frame, plus one
 ``angle`` stem per anchor and branch (:mod:`lucidyolo.structures.rotated_box_coder`).
@@ -50,8 +50,8 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.assign.rotated_candidates import RotatedCandidacy
     from lucidyolo.assign.tal import TaskAlignedAssigner
     from lucidyolo.losses.criterion import DetectionCriterion
-    from lucidyolo.losses.rotated_branch import RotatedBranchLoss
     from lucidyolo.structures.probiou import probiou
+    from lucidyolo.tasks.obb.rotated_loss import RotatedBranchLoss
 
     # Alignment on ProbIoU rather than exact polygon IoU: it is smooth, costs a
     # few elementwise ops per pair (B x M x A of them every step) and ranks
@@ -74,7 +74,7 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e") -> Tensor:
     if path == "e2e":
         return e2e_topk(decode_rboxes(outputs["o2o"], anchors, strides), outputs["o2o"]["logits"])[0]
     if path == "nms":
-        from lucidyolo.decode.rotated_nms import rotated_nms_decode
+        from lucidyolo.tasks.obb.rotated_nms import rotated_nms_decode
 
         return rotated_nms_decode(decode_rboxes(outputs["o2m"], anchors, strides), outputs["o2m"]["logits"])[0]
     raise ValueError(f"unknown decode path {path!r} (e2e or nms)")
@@ -87,7 +87,7 @@ def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> 
 
 
 def build_metric(num_classes: int, **_: Any) -> nn.Module:
-    from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
+    from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP
 
     return RotatedEpochMAP(num_classes=num_classes)
 
@@ -112,8 +112,8 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
     """
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.metrics.rotated_epoch_map import RotatedEpochMAP
     from lucidyolo.structures.packed import unpack
+    from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP
 
     deployed = deploy(model).eval()
     loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
@@ -191,7 +191,7 @@ def tile_windows(source: Any, n: int) -> list[tuple[str, list[int]]] | None:
 
 
 def _stats(result: Any, class_names: Sequence[str]) -> dict[str, Any]:
-    """A :class:`~lucidyolo.metrics.rotated_map.RotatedAP` as ``lucid eval``'s ``{"stats": ..., "per_class": ...}``."""
+    """A :class:`~lucidyolo.tasks.obb.rotated_map.RotatedAP` as ``lucid eval``'s ``{"stats": ..., "per_class": ...}``."""
     per_class = [
         {"name": class_names[c] if c < len(class_names) else str(c), "ap": float(result.ap50_95[c]),
          "ap50": float(result.ap50[c]), "gt": int(result.npos[c])}
@@ -208,8 +208,8 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     import time
 
     from lucidyolo.metrics.coco_protocol import predict_split
-    from lucidyolo.metrics.rotated_map import rotated_map, rotated_matches, voc_map50
-    from lucidyolo.metrics.scene_merge import merge_to_scenes, scene_ground_truth
+    from lucidyolo.tasks.obb.rotated_map import rotated_map, rotated_matches, voc_map50
+    from lucidyolo.tasks.obb.scene_merge import merge_to_scenes, scene_ground_truth
 
     t0 = time.perf_counter()
     results, timings = predict_split(model, decode, _to_results, source, FIELDS, img_size, batch_size, device, limit,
@@ -302,7 +302,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
                  class_names: Sequence[str], **_: Any) -> list[dict[str, Any]]:
     """COCO results of the upright envelopes (``bbox``) with each quadrilateral as a polygon ``segmentation``
     and the rotated box itself as ``rbox`` ``[cx, cy, w, h, theta]`` (as in the tiler's COCO files)."""
-    from lucidyolo.tasks import detect_hooks
+    from lucidyolo.tasks.detect import hooks as detect_hooks
 
     kept = detect_hooks.scored(predictions)
     out = detect_hooks.coco_results(predictions=kept, image_id=image_id, image_hw=image_hw, class_names=class_names)
@@ -314,7 +314,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """onnxruntime against PyTorch on ``images``: 7-column rows matched, classes equal, box/angle and score gaps."""
-    from lucidyolo.tasks.detect_hooks import export_check as rows_check
+    from lucidyolo.tasks.detect.hooks import export_check as rows_check
 
     return rows_check(deployed=deployed, onnx_path=onnx_path, images=images)
 
