@@ -87,17 +87,13 @@ def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], batch_
 def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
     """Recall at IoU 0.5 of the deployed end-to-end graph on ``source`` (network-input frame)."""
 
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.structures.packed import unpack
+    from lucidyolo.data.val_batches import val_batches
     from lucidyolo.tasks.detect.recall import RecallAtIoU
 
     deployed = deploy(model).eval()
-    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
     recall = RecallAtIoU(0.5)
     with torch.inference_mode():
-        for batch in loader:
-            images, gt, _ = unpack(batch, "cpu")
+        for images, gt, _ in val_batches(source, img_size, batch_size, FIELDS):
             dets = deployed(images)  # (B, 300, 6)
             dets = torch.where((dets[..., 4:5] >= conf), dets, torch.zeros_like(dets))
             recall.update(dets, gt["boxes"], gt["labels"], gt["mask"] & ~gt["crowd"])

@@ -110,17 +110,13 @@ def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: 
 
     ``conf`` is not applied: AP ranks every row by its score, as ``lucid eval`` does.
     """
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.structures.packed import unpack
+    from lucidyolo.data.val_batches import val_batches
     from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP
 
     deployed = deploy(model).eval()
-    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
     metric = RotatedEpochMAP(num_classes=len(source.class_names))
     with torch.inference_mode():
-        for batch in loader:
-            images, gt, meta = unpack(batch, "cpu")
+        for images, gt, meta in val_batches(source, img_size, batch_size, FIELDS):
             metric.update(deployed(images), gt, meta)
     return float(metric.compute()["rotated_mAP50"])
 

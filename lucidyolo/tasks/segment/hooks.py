@@ -100,17 +100,13 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
 
 def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
     """Mean mask IoU over every GT of ``source`` (unmatched = 0), deployed end-to-end graph, network-input frame."""
-    from lucidyolo.data.datasets import ValDataset
-    from lucidyolo.data.loader import build_val_loader
-    from lucidyolo.structures.packed import unpack
+    from lucidyolo.data.val_batches import val_batches
     from lucidyolo.tasks.segment.mask_iou import MeanMaskIoU
 
     deployed = deploy(model).eval()
-    loader = build_val_loader(ValDataset(source, img_size), batch_size, FIELDS, val_num_workers=0)
     metric = MeanMaskIoU()
     with torch.inference_mode():
-        for batch in loader:
-            images, gt, _ = unpack(batch, "cpu")
+        for images, gt, _ in val_batches(source, img_size, batch_size, FIELDS):
             dets, coeffs, protos = deployed(images)
             metric.update(MaskDetections(dets, coeffs, protos), gt, conf)
     return metric.compute()  # NaN without ground truth: fails every floor
