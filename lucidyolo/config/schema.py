@@ -80,11 +80,6 @@ class ModelConfig(StrictModel):
     ema_tau: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
         "auto", description="EMA ramp in updates; 'auto': 2000, at most a quarter of the run's optimizer steps"
     )
-    box_gain: float = Field(7.5, ge=0)
-    cls_gain: float = Field(0.5, ge=0)
-    l1_gain: float = Field(6.0, ge=0)
-    o2m_topk: int = Field(10, gt=0)
-    o2o_topk: int = Field(7, gt=0)
     compile_step: bool = Field(False, description="torch.compile the objective region (CUDA + det only)")
     weights: str | None = Field(
         None, description="start from these weights: a lucid checkpoint or weights file, a run directory (its best "

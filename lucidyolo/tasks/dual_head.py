@@ -1,12 +1,30 @@
-"""What the built-in tasks' dual-head (one-to-one + one-to-many) models share at inference.
+"""What the built-in tasks' dual-head (one-to-one + one-to-many) models share: options, decode paths, inference view.
 
-Torch-free (spec modules import it): the decode paths each built-in task
-declares and the inference view that serves them.
+Torch-free (spec modules import it): the model config section of the dual
+head (loss gains of each branch, the assigners' top-k), the decode paths each
+built-in task declares and the inference view that serves them. A plugin
+whose model has no such head derives its config from the plain
+:class:`~lucidyolo.config.schema.ModelConfig` and so has none of these keys
+(``--model.box_gain`` on it is an unknown key, exit code 2).
 """
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import lazy_hook
+
+
+class DualHeadModelConfig(ModelConfig):
+    """The ``model`` options of a dual-head task (spec 30-objective): each branch's loss gains and top-k."""
+
+    box_gain: float = Field(7.5, ge=0)
+    cls_gain: float = Field(0.5, ge=0)
+    l1_gain: float = Field(6.0, ge=0)
+    o2m_topk: int = Field(10, gt=0)
+    o2o_topk: int = Field(7, gt=0)
+
 
 DECODE_PATHS: tuple[str, ...] = ("e2e", "nms")
 """``e2e``: the one-to-one branch's top-k, NMS-free (the default: validation, ``lucid predict``, the

@@ -6,7 +6,6 @@ Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
 
 from __future__ import annotations
 
-from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
     ExportSpec,
     GateSpec,
@@ -15,10 +14,10 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
 
-class DetectModelConfig(ModelConfig):
+class DetectModelConfig(DualHeadModelConfig):
     """Detection has no options beyond the shared ones."""
 
 

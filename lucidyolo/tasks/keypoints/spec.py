@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
     ExportSpec,
     GateSpec,
@@ -22,10 +21,10 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
 
-class KeypointModelConfig(ModelConfig):
+class KeypointModelConfig(DualHeadModelConfig):
     """Keypoint options (spec 30-objective, pose terms)."""
 
     task: str = "keypoints"

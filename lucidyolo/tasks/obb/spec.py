@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
     ExportSpec,
     GateSpec,
@@ -20,10 +19,10 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
 
-class ObbModelConfig(ModelConfig):
+class ObbModelConfig(DualHeadModelConfig):
     """Oriented-box options."""
 
     task: str = "obb"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lucidyolo.config.schema import ModelConfig
 from lucidyolo.tasks.api import (
     EvalOption,
     ExportSpec,
@@ -19,10 +18,10 @@ from lucidyolo.tasks.api import (
     TaskSpec,
     lazy_hook,
 )
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW
+from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
 
-class SegmentModelConfig(ModelConfig):
+class SegmentModelConfig(DualHeadModelConfig):
     """Segmentation options (spec 30-objective, task terms)."""
 
     task: str = "seg"

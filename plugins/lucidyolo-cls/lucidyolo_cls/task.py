@@ -10,7 +10,7 @@ import lucidyolo_cls.fields  # noqa: F401  (registers the image_class field)
 
 
 class ClsModelConfig(ModelConfig):
-    """Classification options beyond the shared ones (the detection gains are unused)."""
+    """Classification options beyond the shared ones (no dual head: the detection gains and top-k are not keys)."""
 
     task: str = "cls"
     label_smoothing: float = Field(0.1, ge=0, lt=1, description="cross-entropy label smoothing")

@@ -30,6 +30,17 @@ def test_lucid_plugins_lists_cls_from_its_own_distribution(tmp_path):
     assert cls["trainable"] is True and cls["api_version"] == "2.4"
 
 
+def test_the_dual_head_keys_are_not_keys_of_a_task_without_that_head(tmp_path):
+    """The built-in tasks share the dual head's gains and top-k; a classifier has no such head."""
+    r = lucid("fit", "cls", "--print-config", "--model.box_gain", "3", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "box_gain" in r.stderr
+    shown = lucid("fit", "cls", "--print-config", cwd=tmp_path)
+    assert shown.returncode == 0 and "o2m_topk" not in shown.stdout and "label_smoothing" in shown.stdout
+    det = lucid("fit", "det", "--print-config", "--model.box_gain", "3", cwd=tmp_path)
+    assert det.returncode == 0 and "box_gain: 3" in det.stdout, det.stderr
+
+
 def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     root = write_class_folders(tmp_path / "shapes", 32, 64, seed=0)
     t0 = time.perf_counter()
