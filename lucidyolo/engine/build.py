@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from pathlib import Path
@@ -122,7 +123,7 @@ def build_system(
     return TrainingSystem(
         model,
         spec.build_criterion(cfg=m, num_classes=num_classes, meta=meta),
-        spec.decode,
+        functools.partial(spec.decode, cfg=m),  # the run's model config reaches decode (API 2.5)
         spec.build_metric(cfg=m, num_classes=num_classes, meta=meta),
         spec.metric_update,
         spec.metrics.keys,

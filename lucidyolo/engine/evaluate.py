@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -189,7 +190,8 @@ def run_eval(
     paths = tuple(spec.decode_paths)
     with using_backend(coco_backend):
         outcome = spec.evaluate(
-            model=inference_view(spec, restored.model, paths, dev, fold=fold), decode=spec.decode, source=source,
+            model=inference_view(spec, restored.model, paths, dev, fold=fold),
+            decode=functools.partial(spec.decode, cfg=cfg.model), cfg=cfg.model, source=source,
             img_size=img_size, batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit,
             options={**task_options, "matches": True}, paths=paths,
         )

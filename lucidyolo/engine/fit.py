@@ -7,6 +7,7 @@ lives), :mod:`lucidyolo.engine.build` (config -> splits, system, datamodule),
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -180,7 +181,8 @@ def _batch_images(spec: TaskSpec, cfg: RunConfig, run: Any, train_src: Any, log:
     if cfg.data.plot_batches > 0 and (missing := spec.missing_hooks("draw", "target_rows")):
         log(f"batch images: task {spec.name!r} provides no {' / '.join(missing)} hook, so none are drawn")
     return batch_images_callback(
-        cfg.data.plot_batches, run.path, draw=spec.draw, target_rows=spec.target_rows, predict=spec.predict,
+        cfg.data.plot_batches, run.path, draw=spec.draw, target_rows=spec.target_rows,
+        predict=None if spec.predict is None else functools.partial(spec.predict, cfg=cfg.model),
         class_names=list(train_src.class_names), meta=dataset_meta(spec, train_src),
     )
 

@@ -133,7 +133,7 @@ class Predictor:
             letterboxes.append((lb.scale, lb.pad_x, lb.pad_y))
         x = torch.from_numpy(boxed).to(self.device).permute(0, 3, 1, 2).float() / 255.0  # (B, 3, S, S)
         with torch.inference_mode():
-            decoded = self.spec.decode(outputs=self.model(x), path=self.decoder).cpu()
+            decoded = self.spec.decode(outputs=self.model(x), path=self.decoder, cfg=self.restored.config.model).cpu()
             out = []
             for i, (image, letterbox) in enumerate(zip(images, letterboxes, strict=True)):
                 one = decoded[i]
@@ -146,7 +146,8 @@ class Predictor:
         assert self.spec.predict is not None
         h, w = int(image_hw[0]), int(image_hw[1])
         return list(self.spec.predict(decoded=decoded, image_hw=(h, w), letterbox=letterbox,
-                                      class_names=self.class_names, conf=conf, meta=self.meta))
+                                      class_names=self.class_names, conf=conf, meta=self.meta,
+                                      cfg=self.restored.config.model))
 
     def draw(self, image: np.ndarray, rows: list[dict[str, Any]]) -> Any:
         """The task's ``draw`` hook: ``rows`` drawn on ``image``, a ``PIL.Image.Image``."""

@@ -41,8 +41,9 @@ Training (``lucid fit``)
     (``train/<term>_loss``, ``val/<term>_loss``, progress bar); keys holding a
     ``/`` (``o2m/box``) are diagnostics for the caller and are not logged.
 
-``decode(outputs, path) -> torch.Tensor``
-    ``path`` is one of :attr:`TaskSpec.decode_paths` (the built-in tasks:
+``decode(outputs, path, cfg) -> torch.Tensor``
+    ``cfg`` is the run's validated model config (API 2.5; limits and radii
+    come from it; the contract check calls without it). ``path`` is one of :attr:`TaskSpec.decode_paths` (the built-in tasks:
     ``"e2e"``, o2o top-k, or ``"nms"``, o2m + NMS); returns the task's
     prediction tensor, e.g. ``(B, 300, 6)`` ``[x1, y1, x2, y2, score, class]``
     in network-input pixels, zero-score rows as padding. Validation, the run
@@ -103,7 +104,7 @@ Commands
     returns the gate metric (a float, NaN fails) of a trained model on the
     training slice.
 
-``evaluate(model, decode, source, img_size, batch_size, device, limit, options, paths) -> dict``
+``evaluate(model, decode, source, img_size, batch_size, device, limit, options, paths, cfg) -> dict``
     ``lucid eval``'s protocol; returns ``{"paths": {path: {iou_type: stats
     dict}}, "timings": {...}, "results": {path: list of JSON-able dicts}}``,
     one entry per decode path of ``paths`` (:attr:`TaskSpec.decode_paths`, in
@@ -113,13 +114,14 @@ Commands
     ``pycocotools``), ``matches`` (``{path: {iou_type: Matches}}``, asked for
     with ``options["matches"]``: curves, per-class precision and recall) and any
     other JSON-able summary figure, copied into the report.
+    ``cfg`` is the checkpoint's model config and ``decode`` already carries it (API 2.5).
     ``options`` holds every one of the task's :attr:`TaskSpec.eval_options`
     (its default, or the value ``lucid eval --option NAME=VALUE`` /
     ``Model.evaluate(options=...)`` gave, parsed to the default's type) and
     the command's own switch ``matches``.
 
-``predict(decoded, image_hw, letterbox, class_names, conf) -> list[dict]``
-    One image's ``decoded`` rows (``decode(...)[i]``) to JSON-able dicts in
+``predict(decoded, image_hw, letterbox, class_names, conf, cfg) -> list[dict]``
+    (``cfg``: the run's model config, API 2.5.) One image's ``decoded`` rows (``decode(...)[i]``) to JSON-able dicts in
     original pixels (``letterbox = (scale, pad_x, pad_y)``), filtered by ``conf``.
 
 ``draw(image, predictions, class_names) -> PIL.Image.Image``

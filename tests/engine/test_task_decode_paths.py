@@ -9,6 +9,7 @@ built-in tasks' path names or calls a hook positionally.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -25,9 +26,9 @@ def _renamed_spec():
     from lucidyolo.tasks.detect import hooks as detect_hooks
     from lucidyolo.tasks.registry import get_task
 
-    def decode(*, outputs: Any, path: str) -> Any:
+    def decode(*, outputs: Any, path: str, cfg: Any) -> Any:  # API 2.5: the engine passes the model config
         CALLS.append(("decode", path))
-        return detect_hooks.decode(outputs=outputs, path=RENAMED[path])
+        return detect_hooks.decode(outputs=outputs, path=RENAMED[path], cfg=cfg)
 
     def evaluate(*, options: dict[str, Any], paths: tuple[str, ...], **kwargs: Any) -> dict[str, Any]:
         CALLS.append(("evaluate", (dict(options), paths)))
@@ -90,7 +91,8 @@ def test_training_module_decodes_on_the_tasks_first_path():
 
     spec = _renamed_spec()
     model = create_model("n", num_classes=2).eval()
-    system = TrainingSystem(model, torch.nn.Identity(), spec.decode, torch.nn.Identity(), lambda **_: None, (),
+    decode = functools.partial(spec.decode, cfg=spec.config_model(variant="n", num_classes=2))  # as engine/build.py binds it
+    system = TrainingSystem(model, torch.nn.Identity(), decode, torch.nn.Identity(), lambda **_: None, (),
                             config={}, decode_path=spec.default_decode_path)
     CALLS.clear()
     with torch.no_grad():

@@ -52,8 +52,9 @@ def build_criterion(cfg: Any, num_classes: int, meta: dict[str, Any], **_: Any) 
     raise _todo("build_criterion")
 
 
-def decode(outputs: dict[str, Any], path: str, **_: Any) -> Any:
-    """The model output to the task's prediction tensor; ``path`` is one of ``TaskSpec.decode_paths``."""
+def decode(outputs: dict[str, Any], path: str, cfg: Any, **_: Any) -> Any:
+    """The model output to the task's prediction tensor; ``path`` is one of ``TaskSpec.decode_paths``
+    (``cfg``: the run's model config, API 2.5)."""
     raise _todo("decode")
 
 
@@ -75,7 +76,7 @@ def make_synthetic(out_dir: Any, num_images: int, img_size: int, seed: int, **_:
 
 
 def evaluate(model: Any, decode: Any, source: Any, img_size: int, batch_size: int, device: Any,
-             limit: int | None, options: dict[str, Any], paths: tuple[str, ...], **_: Any) -> dict[str, Any]:
+             limit: int | None, options: dict[str, Any], paths: tuple[str, ...], cfg: Any, **_: Any) -> dict[str, Any]:
     """``lucid eval``: ``{"paths": {path: {kind: stats}}, "timings": {...}, "results": {...}}``, one per ``paths``.
 
     ``options`` holds each of ``TaskSpec.eval_options`` by name (default or given).
@@ -84,8 +85,9 @@ def evaluate(model: Any, decode: Any, source: Any, img_size: int, batch_size: in
 
 
 def predict(decoded: Any, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
-            class_names: list[str], conf: float, **_: Any) -> list[dict[str, Any]]:
-    """One image's decoded rows to JSON-able dicts in original-image pixels, filtered by ``conf``."""
+            class_names: list[str], conf: float, cfg: Any, **_: Any) -> list[dict[str, Any]]:
+    """One image's decoded rows to JSON-able dicts in original-image pixels, filtered by ``conf``
+    (``cfg``: the run's model config, API 2.5)."""
     raise _todo("predict")
 
 

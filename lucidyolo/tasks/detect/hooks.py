@@ -42,7 +42,7 @@ def build_criterion(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
     )
 
 
-def decode(outputs: Mapping[str, Any], path: str = "e2e") -> Tensor:
+def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> Tensor:
     """``(B, 300, 6)`` ``[x1, y1, x2, y2, score, class]`` from the o2o (``e2e``) or o2m (``nms``) branch."""
     from lucidyolo.decode.e2e import e2e_topk
     from lucidyolo.decode.nms import nms_decode

@@ -125,7 +125,7 @@ def decode_keypoints(raw: Mapping[str, Tensor]) -> dict[str, Tensor]:
     return {"keypoints": torch.cat([xy, conf], -1)}
 
 
-def decode(outputs: Mapping[str, Any], path: str = "e2e") -> KeypointDetections:
+def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> KeypointDetections:
     """Box rows ``(B, 300, 6)`` of the ``path`` branch and their points ``(B, 300, K, 3)`` (zeros on padding)."""
     from lucidyolo.decode.e2e import e2e_topk, gather_kept
     from lucidyolo.decode.nms import nms_decode

@@ -66,7 +66,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     )
 
 
-def decode(outputs: Mapping[str, Any], path: str = "e2e") -> Tensor:
+def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> Tensor:
     """``(B, 300, 7)`` ``[cx, cy, w, h, theta, score, class]`` from the o2o (``e2e``) or o2m (``nms``) branch."""
     from lucidyolo.decode.e2e import e2e_topk
 

@@ -59,7 +59,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     )
 
 
-def decode(outputs: Mapping[str, Any], path: str = "e2e") -> MaskDetections:
+def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> MaskDetections:
     """Box rows ``(B, 300, 6)`` of the ``path`` branch, its coefficients gathered by the kept anchor index, the prototypes."""
     from lucidyolo.decode.e2e import e2e_topk, gather_kept
     from lucidyolo.decode.nms import nms_decode
