@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-import threading
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -34,35 +33,43 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
     ``results.csv`` like the rest of the run.
     """
     dest = Path(path)
-    tmp = None
+    names: list[str] = []  # the temporary name is known before the file exists: a stop in between leaves nothing
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        os.fchmod(fd, 0o666 & ~current_umask())
+        fd, tmp = _create_temporary(dest, names)
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, dest)
     except BaseException as exc:
-        if tmp is not None:
+        for name in names:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+                os.unlink(name)
         if isinstance(exc, OSError) and (exc.filename is None or Path(str(exc.filename)).name.startswith(f".{dest.name}.")):
             exc.filename = str(dest)  # the file the user asked for, not our temporary name
         raise
     fsync_dir(dest.parent)
 
 
-_umask_lock = threading.Lock()
+def _create_temporary(dest: Path, names: list[str]) -> tuple[int, str]:
+    """Create ``.<name>.<random>.tmp`` beside ``dest`` (``O_EXCL``, mode ``0o666`` less the umask).
 
-
-def current_umask() -> int:
-    """The process umask (read by setting and restoring it: POSIX has no read-only call)."""
-    with _umask_lock:
-        mask = os.umask(0o022)
-        os.umask(mask)
-    return mask
+    Each name is appended to ``names`` before the file is created, so a
+    signal raised between the ``open`` and the caller's assignment (where
+    ``tempfile.mkstemp`` would return a file nobody knows about) still finds
+    it to remove.
+    """
+    for _ in range(100):
+        name = str(dest.parent / f".{dest.name}.{secrets.token_hex(6)}.tmp")
+        names.append(name)
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            names.pop()
+            continue
+        return fd, name
+    raise FileExistsError(f"no free temporary name beside {dest}")
 
 
 def fsync_dir(folder: Path) -> None:
