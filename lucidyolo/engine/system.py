@@ -19,7 +19,6 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.data.device_hsv import apply_device_hsv
-from lucidyolo.losses.dual import progressive_alpha
 from lucidyolo.optim.musgd import MuSGD, resolve_ns_dtype
 from lucidyolo.optim.recipe import auto_warmup_epochs, scale_lr
 from lucidyolo.optim.schedule import warmup_linear_schedule
@@ -119,7 +118,7 @@ class TrainingSystem(pl.LightningModule):
         self.newton_schulz_dtype = newton_schulz_dtype
         self.batch_size = batch_size
         self.channels_last = channels_last
-        self.alpha = 0.8
+        self.alpha = self._epoch_weight(0, 1)
         self._objective: Callable[..., tuple[Tensor, dict[str, Tensor]]] = self.objective
         self._t_batch = 0.0
 
@@ -140,8 +139,13 @@ class TrainingSystem(pl.LightningModule):
     # ---------------------------------------------------------------- hooks
     def on_train_epoch_start(self) -> None:
         # Set once per epoch from the epoch index, so a resumed run gets the same value.
-        self.alpha = progressive_alpha(self.current_epoch, int(self.trainer.max_epochs or 1))
+        self.alpha = self._epoch_weight(self.current_epoch, int(self.trainer.max_epochs or 1))
         self._t_batch = time.perf_counter()
+
+    def _epoch_weight(self, epoch: int, max_epochs: int) -> float:
+        """The criterion's own schedule (the dual head's progressive o2m weight), else 1.0: the task owns it."""
+        schedule = getattr(self.criterion, "epoch_weight", None)
+        return float(schedule(epoch, max_epochs)) if callable(schedule) else 1.0
 
     def _to_input(self, images: Tensor) -> Tensor:
         return images.contiguous(memory_format=torch.channels_last) if self.channels_last else images

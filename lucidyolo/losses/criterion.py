@@ -17,7 +17,7 @@ from lucidyolo.assign.one_to_one import o2o_assigner as default_o2o_assigner
 from lucidyolo.assign.tal import TaskAlignedAssigner
 from lucidyolo.assign.tal import o2m_assigner as default_o2m_assigner
 from lucidyolo.losses.branch import BranchLoss
-from lucidyolo.losses.dual import mix_branches
+from lucidyolo.losses.dual import mix_branches, progressive_alpha
 from lucidyolo.structures.box_coder import BoxDecoder, decode_xyxy
 
 
@@ -41,6 +41,8 @@ class DetectionCriterion(nn.Module):
             cy, w, h, theta]`` from its ltrb and angle stems).
         gt_boxes_key: the padded ground-truth field holding boxes of that form
             (``boxes`` xyxy by default, ``rboxes`` for rotated boxes).
+        alpha_schedule: ``(start, end)`` of the progressive o2m weight
+            (:meth:`epoch_weight`; the config's ``model.alpha_start`` / ``alpha_end``).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class DetectionCriterion(nn.Module):
         branch_inputs: Sequence[str] = (),
         box_decoder: BoxDecoder | None = None,
         gt_boxes_key: str = "boxes",
+        alpha_schedule: tuple[float, float] = (0.8, 0.1),
     ) -> None:
         super().__init__()
         self.o2m_assigner = o2m_assigner if o2m_assigner is not None else default_o2m_assigner()
@@ -63,6 +66,12 @@ class DetectionCriterion(nn.Module):
         self.branch_inputs = tuple(branch_inputs)
         self.box_decoder: BoxDecoder = box_decoder or decode_xyxy
         self.gt_boxes_key = gt_boxes_key
+        self.alpha_schedule = alpha_schedule
+
+    def epoch_weight(self, epoch: int, max_epochs: int) -> float:
+        """The o2m weight ``alpha`` the engine passes to :meth:`forward` during 0-based ``epoch`` of ``max_epochs``."""
+        start, end = self.alpha_schedule
+        return progressive_alpha(epoch, max_epochs, start, end)
 
     def branch_terms(
         self,
@@ -97,7 +106,7 @@ class DetectionCriterion(nn.Module):
             targets: padded GT: ``boxes (B, M, 4)`` xyxy px, ``labels (B, M)`` long,
                 ``mask (B, M)`` bool, optionally ``crowd (B, M)`` bool: crowd regions
                 are ignore regions and never take part in assignment (as if absent).
-            alpha: o2m weight from :func:`lucidyolo.losses.dual.progressive_alpha`.
+            alpha: o2m weight, :meth:`epoch_weight` of the current epoch.
 
         Returns:
             total: 0-d objective.

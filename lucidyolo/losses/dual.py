@@ -4,7 +4,9 @@
 0-based, ``E`` = max epochs): the mix moves linearly from (0.8, 0.2) at the
 first epoch to (0.1, 0.9) at the last, so early training leans on the dense
 one-to-many signal and late training on the NMS-free one-to-one head that is
-deployed. The engine sets ``a`` at the start of each epoch.
+deployed. The dual-head criterion owns the schedule (``model.alpha_start`` /
+``alpha_end``, :meth:`DetectionCriterion.epoch_weight`); the engine asks it for
+``a`` at the start of each epoch.
 """
 
 from __future__ import annotations

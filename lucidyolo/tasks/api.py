@@ -35,7 +35,10 @@ Training (``lucid fit``)
     ``criterion(outputs, gt, alpha) -> (total, terms)``: ``gt`` is the padded
     ground truth of :func:`lucidyolo.structures.packed.unpack` (``boxes (B, M,
     4)``, ``labels (B, M)``, ``mask (B, M)`` bool, ``difficult (B, M)``, plus the
-    task's fields), ``alpha`` the progressive o2m weight in ``[0, 1]``;
+    task's fields), ``alpha`` the criterion's own epoch weight: at the start of
+    each epoch the engine calls ``criterion.epoch_weight(epoch, max_epochs)``
+    where the criterion has one (the dual head's progressive o2m weight,
+    ``model.alpha_start`` to ``model.alpha_end``), else it passes 1.0;
     ``total`` a scalar tensor, ``terms`` a dict of scalar tensors before gains,
     keyed by :attr:`TaskSpec.loss_terms`. The engine logs every such term
     (``train/<term>_loss``, ``val/<term>_loss``, progress bar); keys holding a

@@ -1,7 +1,8 @@
 """What the built-in tasks' dual-head (one-to-one + one-to-many) models share: options, decode paths, inference view.
 
 Torch-free (spec modules import it): the model config section of the dual
-head (loss gains of each branch, the assigners' top-k), the decode paths each
+head (loss gains of each branch, the assigners' top-k, the progressive
+o2m/o2o weight's end points), the decode paths each
 built-in task declares and the inference view that serves them. A plugin
 whose model has no such head derives its config from the plain
 :class:`~lucidyolo.config.schema.ModelConfig` and so has none of these keys
@@ -24,6 +25,8 @@ class DualHeadModelConfig(ModelConfig):
     l1_gain: float = Field(6.0, ge=0)
     o2m_topk: int = Field(10, gt=0)
     o2o_topk: int = Field(7, gt=0)
+    alpha_start: float = Field(0.8, ge=0, le=1, description="o2m weight of the dual loss at the first epoch")
+    alpha_end: float = Field(0.1, ge=0, le=1, description="o2m weight at the last epoch (linear in between)")
 
 
 DECODE_PATHS: tuple[str, ...] = ("e2e", "nms")

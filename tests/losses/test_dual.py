@@ -47,3 +47,24 @@ def test_mix_branches_weights_every_term_and_keeps_branch_terms() -> None:
     assert "num_fg" not in terms and "total" not in terms
     tensor_total, _ = mix_branches(o2m, o2o, torch.tensor(0.8))
     assert tensor_total.item() == pytest.approx(total.item())
+
+
+@pytest.mark.parametrize("task", ["det", "seg", "obb", "keypoints"])
+def test_the_alpha_schedule_is_the_tasks_dual_head_option(task) -> None:
+    from lucidyolo.tasks.registry import get_task
+
+    spec = get_task(task)
+    cfg = spec.run_config.model_validate({"model": {"task": task, "alpha_start": 0.5, "alpha_end": 0.2}}).model
+    criterion = spec.build_criterion(cfg=cfg, num_classes=2, meta={"num_keypoints": 3})
+    # E = 5: a(e) = (1 - e / 4) * (0.5 - 0.2) + 0.2
+    assert [criterion.epoch_weight(e, 5) for e in (0, 2, 4, 9)] == pytest.approx([0.5, 0.35, 0.2, 0.2])
+    default = spec.build_criterion(cfg=spec.config_model(task=task), num_classes=2, meta={"num_keypoints": 3})
+    assert default.epoch_weight(0, 10) == pytest.approx(0.8) and default.epoch_weight(9, 10) == pytest.approx(0.1)
+
+
+def test_a_criterion_without_a_schedule_gets_weight_one() -> None:
+    from lucidyolo.engine.system import TrainingSystem
+
+    system = TrainingSystem(torch.nn.Identity(), torch.nn.Identity(), lambda **_: None, torch.nn.Identity(),
+                            lambda **_: None, (), config={}, decode_path="e2e")
+    assert system.alpha == 1.0 and system._epoch_weight(3, 10) == 1.0

@@ -39,6 +39,7 @@ def build_criterion(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
         TaskAlignedAssigner(topk=cfg.o2m_topk),
         OneToOneAssigner(topk=cfg.o2o_topk),
         BranchLoss(box_gain=cfg.box_gain, cls_gain=cfg.cls_gain, l1_gain=cfg.l1_gain),
+        alpha_schedule=(cfg.alpha_start, cfg.alpha_end),
     )
 
 

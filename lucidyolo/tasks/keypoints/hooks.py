@@ -108,6 +108,7 @@ def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None =
         TaskAlignedAssigner(topk=cfg.o2m_topk),
         OneToOneAssigner(topk=cfg.o2o_topk),
         BranchLoss(box_gain=cfg.box_gain, cls_gain=cfg.cls_gain, l1_gain=cfg.l1_gain),
+        alpha_schedule=(cfg.alpha_start, cfg.alpha_end),
         # One term instance for both branches: they share (and both train) its flow.
         branch_terms=[KeypointTerm(k, kind=cfg.keypoint_loss, keypoint_gain=cfg.keypoint_gain,
                                    oks_gain=cfg.oks_gain, sigmas=keypoint_sigmas(k))],

@@ -63,6 +63,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
                           angle_gain=cfg.angle_gain),
         box_decoder=decode_rboxes,
         gt_boxes_key="rboxes",
+        alpha_schedule=(cfg.alpha_start, cfg.alpha_end),
     )
 
 

@@ -53,6 +53,7 @@ def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
         TaskAlignedAssigner(topk=cfg.o2m_topk),
         OneToOneAssigner(topk=cfg.o2o_topk),
         BranchLoss(box_gain=cfg.box_gain, cls_gain=cfg.cls_gain, l1_gain=cfg.l1_gain),
+        alpha_schedule=(cfg.alpha_start, cfg.alpha_end),
         branch_terms=[MaskTerm(mask_gain=cfg.mask_gain, crop=cfg.mask_crop)],
         global_terms=[SemanticTerm(semantic_gain=cfg.semantic_gain)],
         branch_inputs=("protos",),
