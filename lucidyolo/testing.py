@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lucidyolo.config.schema import ModelConfig
+from lucidyolo.config.schema import DataConfig, ModelConfig, TrainerConfig
 from lucidyolo.tasks.api import (
     ENGINE_EVAL_OPTIONS,
     TASK_NAME_RE,
@@ -52,6 +52,17 @@ def task_spec_problems(spec: Any) -> list[str]:
             problems.append("config_model accepted an unknown key")
         except ValidationError:
             pass
+    for key, base in (("config_data", DataConfig), ("config_trainer", TrainerConfig)):
+        section = getattr(spec, key)
+        if not (isinstance(section, type) and issubclass(section, base)):
+            problems.append(f"{key} must subclass lucidyolo.config.schema.{base.__name__}")
+        elif section.model_config.get("extra") != "forbid":
+            problems.append(f"{key} must keep extra='forbid' (unknown keys are errors)")
+        else:
+            try:
+                section()
+            except ValidationError as exc:
+                problems.append(f"{key}'s defaults do not validate: {exc.errors()[0]['msg']}")
     if not isinstance(spec.capabilities, TaskCapabilities):
         problems.append("capabilities must be a TaskCapabilities")
     problems += _metric_problems(spec)

@@ -353,12 +353,15 @@ def rule_error(what: str, why: str, fix: str) -> PydanticCustomError:
 
 
 @cache
-def run_config_class(task: str, model: type[ModelConfig], multi_device: bool = True) -> type[RunConfig]:
+def run_config_class(task: str, model: type[ModelConfig], multi_device: bool = True,
+                     data: type[DataConfig] = DataConfig, trainer: type[TrainerConfig] = TrainerConfig) -> type[RunConfig]:
     """The run config class of a task: ``model`` validates the ``model`` section, ``multi_device`` switches
-    the single-process rule on (``TaskSpec.run_config`` passes the task's capabilities).
+    the single-process rule on (``TaskSpec.run_config`` passes the task's capabilities); ``data`` and
+    ``trainer`` are the task's subclasses of those sections where it sets its own defaults (API 2.5).
 
     Cached, so that one task's configs are instances of one class.
     """
-    cls: Any = create_model(f"RunConfig_{task}", __base__=RunConfig, model=(model, ...))
+    cls: Any = create_model(f"RunConfig_{task}", __base__=RunConfig, model=(model, ...),
+                            data=(data, Field(default_factory=data)), trainer=(trainer, Field(default_factory=trainer)))
     cls.multi_device = multi_device
     return cls  # type: ignore[no-any-return]

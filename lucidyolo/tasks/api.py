@@ -212,7 +212,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lucidyolo.config.schema import ModelConfig, RunConfig, run_config_class
+from lucidyolo.config.schema import (
+    DataConfig,
+    ModelConfig,
+    RunConfig,
+    TrainerConfig,
+    run_config_class,
+)
 
 PLUGIN_API_VERSION: tuple[int, int] = (2, 5)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
@@ -422,6 +428,9 @@ class TaskSpec:
     ``meta_keys`` the dataset meta it needs (saved in checkpoints);
     ``reference_meta`` the meta that builds a model without a dataset (``lucid
     model summary``: the size the paper reports, e.g. 17 keypoints).
+    ``config_data`` and ``config_trainer`` (API 2.5) are the task's subclasses of
+    the ``data`` and ``trainer`` sections, to give it its own defaults (a small
+    ``img_size``, another ``max_epochs``); they may add keys too.
     ``eval_batch_size`` is ``lucid eval``'s default batch; ``eval_img_size`` is
     no longer read (``lucid eval`` scores at the run's own ``data.img_size``,
     the size it was trained and validated at) and stays only so that plugins
@@ -452,6 +461,8 @@ class TaskSpec:
 
     name: str
     config_model: type[ModelConfig]
+    config_data: type[DataConfig] = DataConfig
+    config_trainer: type[TrainerConfig] = TrainerConfig
     capabilities: TaskCapabilities = field(default_factory=TaskCapabilities)
     aliases: tuple[str, ...] = ()
     description: str = ""
@@ -504,7 +515,8 @@ class TaskSpec:
         """The task's run config class: ``config_model`` validates the ``model`` section, and the schema's
         rules that follow from the capabilities (one device and one process when ``multi_device`` is False)
         are its validators, so every config of the task (CLI, ``--resume``, restore, Python) meets them."""
-        return run_config_class(self.name, self.config_model, self.capabilities.multi_device)
+        return run_config_class(self.name, self.config_model, self.capabilities.multi_device,
+                                self.config_data, self.config_trainer)
 
     @property
     def trainable(self) -> bool:

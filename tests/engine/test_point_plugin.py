@@ -74,13 +74,24 @@ def test_the_point_plugin_passes_the_contract_check():
     assert {"make_synthetic", "augment", "build_model", "build_criterion", "decode", "build_metric"} <= set(done), done
 
 
+def test_a_plugin_sets_its_own_data_and_trainer_defaults():
+    from lucid_points import SPEC
+
+    cfg = SPEC.run_config.model_validate({"model": {"task": "points"}})
+    assert (cfg.data.img_size, cfg.data.batch_size, cfg.trainer.max_epochs) == (128, 8, 24)
+    assert cfg.data.augment.mosaic is None and cfg.trainer.devices == "auto"  # the rest are the shared defaults
+    mine = SPEC.run_config.model_validate({"model": {"task": "points"}, "data": {"img_size": 64}})
+    assert mine.data.img_size == 64 and mine.data.batch_size == 8  # a user's value wins over the plugin's default
+
+
 @pytest.mark.slow
 def test_points_without_boxes_train_through_lucid_fit(lucid, tmp_path):
     env = _install(tmp_path / "site")
     root = tmp_path / "dots"
     _write_points_root(root)
-    r = lucid("fit", "points", "--data-root", str(root), "--trainer.max_epochs", "24", "--data.img_size", "128",
-              "--data.batch_size", "8", "--data.num_workers", "0", "--model.lr", "0.01", "--model.warmup_epochs", "1",
+    # 24 epochs, 128 px, batch 8: the plugin's own `data` / `trainer` defaults (config_data, config_trainer)
+    r = lucid("fit", "points", "--data-root", str(root), "--data.num_workers", "0", "--model.lr", "0.01",
+              "--model.warmup_epochs", "1",
               "--trainer.default_root_dir", str(tmp_path / "runs"), env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     run = next((tmp_path / "runs").rglob("results.csv")).parent

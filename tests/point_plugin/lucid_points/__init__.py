@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 import lucid_points.field  # noqa: F401  (registers the "points" field)
-from lucidyolo.config.schema import ModelConfig
+from lucidyolo.config.schema import DataConfig, ModelConfig, TrainerConfig
 from lucidyolo.tasks.api import MetricSpec, TaskSpec, lazy_hook
 
 
@@ -22,12 +22,25 @@ class PointsConfig(ModelConfig):
     radius: float = Field(8.0, gt=0, description="a prediction within this many pixels of a point of its class finds it")
 
 
+class PointsData(DataConfig):
+    """Dots need no 640 px input: the task's own defaults (API 2.5 ``config_data``)."""
+
+    img_size: int = Field(128, description="square network input side, a positive multiple of 32")
+    batch_size: int = Field(8, gt=0)
+
+
+class PointsTrainer(TrainerConfig):
+    max_epochs: int = Field(24, gt=0)
+
+
 _HOOKS = "lucid_points.hooks"
 
 SPEC = TaskSpec(
     name="points",
     description="class-labelled points without boxes (YOLO rows: c x y)",
     config_model=PointsConfig,
+    config_data=PointsData,
+    config_trainer=PointsTrainer,
     api_version=(2, 5),
     boxes=False,
     fields=("points",),
