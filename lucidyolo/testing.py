@@ -63,6 +63,8 @@ def task_spec_problems(spec: Any) -> list[str]:
                 section()
             except ValidationError as exc:
                 problems.append(f"{key}'s defaults do not validate: {exc.errors()[0]['msg']}")
+    if spec.layouts and spec.read_split is None:
+        problems.append("layouts name the task's own reader's layouts: they need a read_split hook")
     if not isinstance(spec.capabilities, TaskCapabilities):
         problems.append("capabilities must be a TaskCapabilities")
     problems += _metric_problems(spec)

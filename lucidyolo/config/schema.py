@@ -137,9 +137,20 @@ class DataConfig(StrictModel):
     """Where the data is and how it is loaded."""
 
     data_root: Path | None = Field(None, description="dataset root; None trains on the built-in synthetic set")
-    layout: Literal[LAYOUTS] | None = Field(  # type: ignore[valid-type]
-        None, description="the dataset layout when the root matches several; None: probed"
+    layout: str | None = Field(
+        None, description="the dataset layout when the root matches several (a built-in reader's, or one the "
+        "task's own reader names); None: probed"
     )
+    LAYOUT_NAMES: ClassVar[tuple[str, ...]] = LAYOUTS
+    """The names ``layout`` accepts; a task's run config adds its reader's (``TaskSpec.layouts``)."""
+
+    @field_validator("layout")
+    @classmethod
+    def _known_layout(cls, v: str | None) -> str | None:
+        if v is not None and v not in cls.LAYOUT_NAMES:
+            raise ValueError(f"unknown layout {v!r}; the readers of this task know {', '.join(cls.LAYOUT_NAMES)}")
+        return v
+
     img_size: int = Field(640, description="square network input side, a positive multiple of 32")
     batch_size: int = Field(16, gt=0)
     num_workers: int | Literal["auto"] = "auto"
@@ -354,13 +365,19 @@ def rule_error(what: str, why: str, fix: str) -> PydanticCustomError:
 
 @cache
 def run_config_class(task: str, model: type[ModelConfig], multi_device: bool = True,
-                     data: type[DataConfig] = DataConfig, trainer: type[TrainerConfig] = TrainerConfig) -> type[RunConfig]:
+                     data: type[DataConfig] = DataConfig, trainer: type[TrainerConfig] = TrainerConfig,
+                     layouts: tuple[str, ...] = ()) -> type[RunConfig]:
     """The run config class of a task: ``model`` validates the ``model`` section, ``multi_device`` switches
     the single-process rule on (``TaskSpec.run_config`` passes the task's capabilities); ``data`` and
-    ``trainer`` are the task's subclasses of those sections where it sets its own defaults (API 2.5).
+    ``trainer`` are the task's subclasses of those sections where it sets its own defaults (API 2.5);
+    ``layouts`` the names its own reader accepts in ``data.layout`` beside the built-in ones.
 
     Cached, so that one task's configs are instances of one class.
     """
+    if layouts:
+        extended: Any = create_model(f"{data.__name__}_{task}", __base__=data)
+        extended.LAYOUT_NAMES = (*data.LAYOUT_NAMES, *(n for n in layouts if n not in data.LAYOUT_NAMES))
+        data = extended
     cls: Any = create_model(f"RunConfig_{task}", __base__=RunConfig, model=(model, ...),
                             data=(data, Field(default_factory=data)), trainer=(trainer, Field(default_factory=trainer)))
     cls.multi_device = multi_device

@@ -431,6 +431,8 @@ class TaskSpec:
     ``config_data`` and ``config_trainer`` (API 2.5) are the task's subclasses of
     the ``data`` and ``trainer`` sections, to give it its own defaults (a small
     ``img_size``, another ``max_epochs``); they may add keys too.
+    ``layouts`` (API 2.5) are the layout names the task's own ``read_split``
+    understands; ``data.layout`` accepts them beside the built-in readers'.
     ``eval_batch_size`` is ``lucid eval``'s default batch; ``eval_img_size`` is
     no longer read (``lucid eval`` scores at the run's own ``data.img_size``,
     the size it was trained and validated at) and stays only so that plugins
@@ -463,6 +465,7 @@ class TaskSpec:
     config_model: type[ModelConfig]
     config_data: type[DataConfig] = DataConfig
     config_trainer: type[TrainerConfig] = TrainerConfig
+    layouts: tuple[str, ...] = ()
     capabilities: TaskCapabilities = field(default_factory=TaskCapabilities)
     aliases: tuple[str, ...] = ()
     description: str = ""
@@ -516,7 +519,7 @@ class TaskSpec:
         rules that follow from the capabilities (one device and one process when ``multi_device`` is False)
         are its validators, so every config of the task (CLI, ``--resume``, restore, Python) meets them."""
         return run_config_class(self.name, self.config_model, self.capabilities.multi_device,
-                                self.config_data, self.config_trainer)
+                                self.config_data, self.config_trainer, tuple(self.layouts))
 
     @property
     def trainable(self) -> bool:

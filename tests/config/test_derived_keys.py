@@ -56,3 +56,21 @@ def test_every_layout_the_readers_know_is_accepted_by_the_schema():
 def test_the_reader_refuses_an_explicit_key_that_names_no_part(tmp_path: Path):
     with pytest.raises(DataError, match=r"Unknown explicit path keys \['train_imgs'\]"):
         read_split(None, "train", (), explicit_paths={"train_imgs": tmp_path})
+
+
+def test_data_layout_accepts_the_names_of_the_tasks_own_reader(tmp_path: Path):
+    import dataclasses
+
+    from lucidyolo.tasks.registry import get_task
+
+    det = get_task("det")
+    own = dataclasses.replace(det, name="det_csv", layouts=("dots-csv",), read_split=lambda **_: None)
+    cfg = own.run_config.model_validate({"model": {"task": "det"}, "data": {"layout": "dots-csv"}})
+    assert cfg.data.layout == "dots-csv"
+    assert own.run_config.model_validate({"model": {"task": "det"}, "data": {"layout": "yolo"}}).data.layout == "yolo"
+    with pytest.raises(ValueError, match="dots-csv"):  # a task that does not read it refuses it, naming its own
+        det.run_config.model_validate({"model": {"task": "det"}, "data": {"layout": "dots-csv"}})
+    from lucidyolo.testing import check_task_spec
+
+    with pytest.raises(Exception, match="read_split"):  # a layout needs the reader that knows it
+        check_task_spec(dataclasses.replace(own, read_split=None), run_hooks=False)
