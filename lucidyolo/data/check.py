@@ -93,8 +93,9 @@ def image_tail_ok(path: Path) -> bool:
 
 def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
     """Guess the instance fields a root labels: a field whose YOLO rule the yaml declares (keypoints:
-    ``kpt_shape``), rotated boxes for DOTA, the first field whose YOLO row rule accepts a label row
-    (9 numbers: rotated boxes, other polygon rows: polygons, a plugin's own), else none (boxes)."""
+    ``kpt_shape``), the field with a DOTA rule for DOTA, the first field whose YOLO row rule accepts a
+    label row (9 numbers: rotated boxes, other polygon rows: polygons, a plugin's own), a field whose
+    COCO annotation file has its own prefix, else none (boxes)."""
     from lucidyolo.data.layouts import coco_candidates, detect_families
     from lucidyolo.structures.fields import registered_fields
 
@@ -102,8 +103,8 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
         fam = detect_families(data_root, "train", ())
     except DataError:
         return ()
-    if "dota" in fam and layout in (None, "dota"):
-        return ("rboxes",)
+    if "dota" in fam and layout in (None, "dota"):  # the field the DOTA reader fills from a row's corners
+        return next((f.attr_names for f in registered_fields() if f.dota is not None), ())
     if "yolo" in fam and layout in (None, "yolo"):
         from lucidyolo.data.yolo import _list_images, label_path_for, parse_yolo_yaml
 
@@ -130,9 +131,13 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
                         return hit.attr_names
         return ()
     if "coco" not in fam and data_root.is_dir():
-        for _, img, ann in coco_candidates(data_root, "train", ("keypoints",)):
-            if img.is_dir() and ann.is_file():
-                return ("keypoints", "visibility")
+        # a COCO root found under a field's own annotation-file prefix (person_keypoints_*.json)
+        for f in registered_fields():
+            if f.coco is None or f.coco.ann_prefix is None:
+                continue
+            for _, img, ann in coco_candidates(data_root, "train", (f.name,)):
+                if img.is_dir() and ann.is_file():
+                    return f.attr_names
     return ()
 
 

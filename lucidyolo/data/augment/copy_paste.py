@@ -30,6 +30,11 @@ def box_ioa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area_b[None, :], 1e-9)
 
 
+PASTED_FIELD = "polygons"
+"""Copy-paste cuts each pasted instance's pixels out through its polygons: it fires only for a task with
+this field (the worker plan sizes its buffers by it)."""
+
+
 def copy_paste(
     image: np.ndarray, targets: Targets, apply: bool, meta: Mapping[str, Any] | None = None
 ) -> tuple[np.ndarray, Targets]:
