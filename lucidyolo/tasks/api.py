@@ -267,6 +267,11 @@ def lazy_hook(target: str) -> LazyHook:
     return LazyHook(target)
 
 
+def lazy_hooks(module: str, *names: str) -> dict[str, LazyHook]:
+    """Hooks of the same names in one module: ``TaskSpec(..., **lazy_hooks("my_plugin.hooks", "decode", "draw"))``."""
+    return {name: LazyHook(f"{module}:{name}") for name in names}
+
+
 @dataclass(frozen=True)
 class TaskCapabilities:
     """What a task can do; cross-field config rules are driven by these, never by task names.

@@ -16,11 +16,8 @@ from torch import Tensor, nn
 
 from lucidyolo.config.schema import ModelConfig
 from lucidyolo.metrics.mapping import clip_to_image
+from lucidyolo.tasks.detect.spec import FIELDS
 from lucidyolo.tasks.dual_head import DECODE_PATHS
-
-FIELDS: tuple[str, ...] = ("crowd",)
-"""Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
-assigners, passed to the epoch metric so it scores them as pycocotools does."""
 
 
 def build_model(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:

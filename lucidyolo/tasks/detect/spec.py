@@ -13,6 +13,7 @@ from lucidyolo.tasks.api import (
     TaskCapabilities,
     TaskSpec,
     lazy_hook,
+    lazy_hooks,
 )
 from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
@@ -20,6 +21,10 @@ from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadMode
 class DetectModelConfig(DualHeadModelConfig):
     """Detection has no options beyond the shared ones."""
 
+
+FIELDS: tuple[str, ...] = ("crowd",)
+"""Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
+assigners, passed to the epoch metric so it scores them as pycocotools does."""
 
 _HOOKS = "lucidyolo.tasks.detect.hooks"
 
@@ -31,7 +36,7 @@ SPEC = TaskSpec(
     capabilities=TaskCapabilities(multi_device=True, export=True, compile_step=True),
     default_preset="det_nano_smoke.yaml",
     synthetic_preset="det_nano_synthetic.yaml",
-    fields=("crowd",),
+    fields=FIELDS,
     loss_terms=("box", "cls", "l1"),
     metrics=MetricSpec(
         # results.csv column order of the common convention
@@ -43,15 +48,11 @@ SPEC = TaskSpec(
             "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",
         },
     ),
-    build_model=lazy_hook(f"{_HOOKS}:build_model"),
-    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
-    decode=lazy_hook(f"{_HOOKS}:decode"),
+    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
+                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
+                 "target_rows"),
     decode_paths=DECODE_PATHS,
     inference_view=INFERENCE_VIEW,
-    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
-    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
-    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
-    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="det_nano_overfit.yaml",
         metric="recall@0.5 (train slice, e2e, conf>=0.25)",
@@ -63,12 +64,6 @@ SPEC = TaskSpec(
         images=40,
         epochs=100,
     ),
-    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
-    predict=lazy_hook(f"{_HOOKS}:predict"),
-    draw=lazy_hook(f"{_HOOKS}:draw"),
-    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
-    coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
-    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
     export=ExportSpec(
         outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
     ),

@@ -22,9 +22,7 @@ from lucidyolo.errors import ConfigError
 from lucidyolo.structures.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
-
-FIELDS: tuple[str, ...] = ("keypoints", "crowd")
-"""The K points and their visibility of every instance, and COCO crowd regions (ignored, scored as pycocotools does)."""
+from lucidyolo.tasks.keypoints.spec import FIELDS
 
 STEM_MIN_HIDDEN = 200
 STEM_LEVEL_WIDTHS = (1.0, 0.5, 0.5)

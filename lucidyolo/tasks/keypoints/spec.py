@@ -20,6 +20,7 @@ from lucidyolo.tasks.api import (
     TaskCapabilities,
     TaskSpec,
     lazy_hook,
+    lazy_hooks,
 )
 from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
@@ -36,6 +37,9 @@ class KeypointModelConfig(DualHeadModelConfig):
     oks_gain: float = Field(0.0, ge=0)
 
 
+FIELDS: tuple[str, ...] = ("keypoints", "crowd")
+"""The K points and their visibility of every instance, and COCO crowd regions (ignored, scored as pycocotools does)."""
+
 _HOOKS = "lucidyolo.tasks.keypoints.hooks"
 
 SPEC = TaskSpec(
@@ -46,7 +50,7 @@ SPEC = TaskSpec(
     capabilities=TaskCapabilities(multi_device=False, export=True),
     default_preset="pose_nano_smoke.yaml",
     synthetic_preset="pose_nano_synthetic.yaml",
-    fields=("keypoints", "crowd"),
+    fields=FIELDS,
     meta_keys=("num_keypoints", "flip_idx", "skeleton"),
     reference_meta={"num_keypoints": 17},
     loss_terms=("box", "cls", "l1", "kpt", "oks"),
@@ -59,15 +63,11 @@ SPEC = TaskSpec(
             "val/oks_mAP": "metrics/mAP50-95(P)",
         },
     ),
-    build_model=lazy_hook(f"{_HOOKS}:build_model"),
-    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
-    decode=lazy_hook(f"{_HOOKS}:decode"),
+    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
+                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
+                 "target_rows", "label_stats", "transfer_weights"),
     decode_paths=DECODE_PATHS,
     inference_view=INFERENCE_VIEW,
-    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
-    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
-    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
-    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="pose_nano_overfit.yaml",
         metric="OKS AP (train slice, e2e, 7-point symbol, uniform sigma 0.072)",
@@ -76,14 +76,6 @@ SPEC = TaskSpec(
         images=40,
         epochs=100,
     ),
-    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
-    predict=lazy_hook(f"{_HOOKS}:predict"),
-    draw=lazy_hook(f"{_HOOKS}:draw"),
-    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
-    coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
-    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
-    label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
-    transfer_weights=lazy_hook(f"{_HOOKS}:transfer_weights"),
     export=ExportSpec(
         outputs=("detections", "keypoints"),
         deploy=lazy_hook(f"{_HOOKS}:deploy"),

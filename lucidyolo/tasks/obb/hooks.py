@@ -22,9 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.tasks.dual_head import DECODE_PATHS
-
-FIELDS: tuple[str, ...] = ("rboxes",)
-"""Beyond boxes, labels and difficult: the rotated box of every instance (long-edge canonical)."""
+from lucidyolo.tasks.obb.spec import FIELDS
 
 ANGLE_HIDDEN_DIV = 2
 """The angle stem's hidden width is ``max(16, C // 2)`` (spec 20-model)."""

@@ -18,6 +18,7 @@ from lucidyolo.tasks.api import (
     TaskCapabilities,
     TaskSpec,
     lazy_hook,
+    lazy_hooks,
 )
 from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
@@ -29,6 +30,9 @@ class ObbModelConfig(DualHeadModelConfig):
     angle_gain: float = Field(0.25, ge=0, description="1.0 destabilises training; 0.25 is the measured choice")
 
 
+FIELDS: tuple[str, ...] = ("rboxes",)
+"""Beyond boxes, labels and difficult: the rotated box of every instance (long-edge canonical)."""
+
 _HOOKS = "lucidyolo.tasks.obb.hooks"
 
 SPEC = TaskSpec(
@@ -39,7 +43,7 @@ SPEC = TaskSpec(
     capabilities=TaskCapabilities(multi_device=False, export=True),
     default_preset="obb_nano_smoke.yaml",
     synthetic_preset="obb_nano_synthetic.yaml",
-    fields=("rboxes",),
+    fields=FIELDS,
     loss_terms=("box", "cls", "l1", "angle"),
     metrics=MetricSpec(
         keys=("val/rotated_precision", "val/rotated_recall", "val/rotated_mAP50", "val/rotated_mAP50-95"),
@@ -51,15 +55,11 @@ SPEC = TaskSpec(
         },
     ),
     eval_batch_size=8,
-    build_model=lazy_hook(f"{_HOOKS}:build_model"),
-    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
-    decode=lazy_hook(f"{_HOOKS}:decode"),
+    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
+                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
+                 "target_rows", "label_stats"),
     decode_paths=DECODE_PATHS,
     inference_view=INFERENCE_VIEW,
-    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
-    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
-    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
-    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="obb_nano_overfit.yaml",
         metric="rotated mAP50 (train slice, e2e, exact polygon IoU, 101-point)",
@@ -68,13 +68,6 @@ SPEC = TaskSpec(
         images=40,
         epochs=100,
     ),
-    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
-    predict=lazy_hook(f"{_HOOKS}:predict"),
-    draw=lazy_hook(f"{_HOOKS}:draw"),
-    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
-    coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
-    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
-    label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
     export=ExportSpec(
         outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
     ),

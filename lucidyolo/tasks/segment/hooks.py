@@ -20,9 +20,7 @@ from torch import Tensor, nn
 from lucidyolo.structures.mask_detections import MaskDetections
 from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
-
-FIELDS: tuple[str, ...] = ("polygons", "crowd")
-"""Polygon rings of every instance (the mask targets) and COCO crowd regions (ignored, scored as pycocotools does)."""
+from lucidyolo.tasks.segment.spec import FIELDS
 
 PROTO_WIDTH = 256
 """Base width of the prototype convolutions (scaled by the variant like every layer: 64 for n)."""

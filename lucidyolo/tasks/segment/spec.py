@@ -17,6 +17,7 @@ from lucidyolo.tasks.api import (
     TaskCapabilities,
     TaskSpec,
     lazy_hook,
+    lazy_hooks,
 )
 from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
 
@@ -33,6 +34,9 @@ class SegmentModelConfig(DualHeadModelConfig):
     )
 
 
+FIELDS: tuple[str, ...] = ("polygons", "crowd")
+"""Polygon rings of every instance (the mask targets) and COCO crowd regions (ignored, scored as pycocotools does)."""
+
 _HOOKS = "lucidyolo.tasks.segment.hooks"
 
 SPEC = TaskSpec(
@@ -43,7 +47,7 @@ SPEC = TaskSpec(
     capabilities=TaskCapabilities(multi_device=True, export=True),
     default_preset="seg_nano_smoke.yaml",
     synthetic_preset="seg_nano_synthetic.yaml",
-    fields=("polygons", "crowd"),
+    fields=FIELDS,
     loss_terms=("box", "cls", "l1", "mask", "semantic"),
     metrics=MetricSpec(
         keys=(
@@ -59,18 +63,14 @@ SPEC = TaskSpec(
             "val/segm_mAP50": "metrics/mAP50(M)", "val/segm_mAP50-95": "metrics/mAP50-95(M)",
         },
     ),
-    build_model=lazy_hook(f"{_HOOKS}:build_model"),
-    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
-    decode=lazy_hook(f"{_HOOKS}:decode"),
+    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
+                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
+                 "target_rows", "label_stats"),
     decode_paths=DECODE_PATHS,
     inference_view=INFERENCE_VIEW,
     eval_options=(
         EvalOption("masks", True, "also score the instance masks (COCO segm); false: boxes only, faster"),
     ),
-    make_synthetic=lazy_hook(f"{_HOOKS}:make_synthetic"),
-    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
-    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
-    matches=lazy_hook(f"{_HOOKS}:matches"),
     gate=GateSpec(
         preset="seg_nano_overfit.yaml",
         metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",
@@ -80,13 +80,6 @@ SPEC = TaskSpec(
         images=40,
         epochs=100,
     ),
-    evaluate=lazy_hook(f"{_HOOKS}:evaluate"),
-    predict=lazy_hook(f"{_HOOKS}:predict"),
-    draw=lazy_hook(f"{_HOOKS}:draw"),
-    label_lines=lazy_hook(f"{_HOOKS}:label_lines"),
-    coco_results=lazy_hook(f"{_HOOKS}:coco_results"),
-    target_rows=lazy_hook(f"{_HOOKS}:target_rows"),
-    label_stats=lazy_hook(f"{_HOOKS}:label_stats"),
     export=ExportSpec(
         outputs=("detections", "coeffs", "protos"),
         deploy=lazy_hook(f"{_HOOKS}:deploy"),
