@@ -5,9 +5,10 @@ A module elsewhere that compares a value against a task name or alias
 names has grown a per-task branch the registry should own. The scan is over the
 AST of every module, so strings in docstrings and messages do not count.
 
-Readers pick a label format from the task's declared *fields*
-(``"keypoints" in fields``), which is not a task name: a membership test with
-the literal on the left is allowed.
+A field name (``"keypoints" in fields``) is not a task name, so this scan lets
+it pass; the second scan below allows built-in field names only in
+``structures/`` (which defines the fields) and the tasks (which declare them):
+readers, checks and plans loop over the task's fields and ask their rules.
 """
 
 from __future__ import annotations
@@ -97,3 +98,46 @@ def test_no_module_outside_tasks_names_a_decode_path():
 def test_the_decode_path_scan_ignores_docstrings():
     code = '"""e2e"""\ndef f(path="e2e"):\n    """nms"""\n    return "nms"\n'
     assert _decode_path_literals(ast.parse(code)) == [2, 4]
+
+
+FIELD_WORDS = {"polygons", "rboxes", "keypoints", "visibility"}
+"""The built-in tasks' instance fields: code outside ``structures/`` (which defines them) and the
+tasks (which declare them) loops over the task's fields and asks their rules instead."""
+
+FIELD_ALLOWED = {
+    "metrics/coco_eval.py": "pycocotools' iouType 'keypoints' and its annotation key are COCO's words",
+    "metrics/coco_random_case.py": "random COCO cases for the protocol test, in COCO's own keys",
+}
+
+
+def _field_branches(tree: ast.AST) -> list[int]:
+    """A comparison with a field name (``"keypoints" in fields``), a literal tuple / list / set of field
+    names (``return ("rboxes",)``) or a table keyed by one."""
+    word = lambda n: isinstance(n, ast.Constant) and n.value in FIELD_WORDS  # noqa: E731
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(word(o) for o in (node.left, *node.comparators)):
+            lines.append(node.lineno)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and any(word(e) for e in node.elts):
+            lines.append(node.lineno)
+        if isinstance(node, ast.Dict) and any(word(k) for k in node.keys if k is not None):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_no_module_outside_structures_and_tasks_branches_on_a_built_in_field():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("tasks/", "structures/")) or rel in FIELD_ALLOWED:
+            continue
+        lines = _field_branches(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[rel] = lines
+    assert not found, f"built-in field names outside structures/ and tasks/ (ask the field's rules; file: lines): {found}"
+
+
+def test_the_field_scan_catches_each_kind_of_branch():
+    code = ('a = "keypoints" in fields\nb = ("rboxes",)\nc = {"polygons": 1}\nd = f.get("rboxes")\n'
+            'e = x == "visibility"\n')
+    assert _field_branches(ast.parse(code)) == [1, 2, 3, 5]
