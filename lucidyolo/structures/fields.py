@@ -10,9 +10,11 @@ translate), how it mirrors, how it is clipped to the visible region, whether
 an instance survives a crop, how it reads from and writes to label files
 (:mod:`lucidyolo.structures.field_io`), and the tensors it always packs into the batch transport
 (a constant set per field, so a batch costs the same number of shared-memory
-segments whatever it holds) and how they become padded ``(B, M, ...)`` ground
-truth on the device. Containers, augmentation, collate and unpack loop over
-the present fields; none of them names one.
+segments whatever it holds), how they become padded ``(B, M, ...)`` ground
+truth on the device, and which synthetic scene stands for it (a lazy
+reference: this package imports neither the data layer nor the tasks).
+Containers, augmentation, collate and unpack loop over the present fields;
+none of them names one.
 
 Rules run in loader workers: they are module-level functions (they pickle)
 and numpy only; ``unpack`` rules take torch tensors (imported lazily).
@@ -201,6 +203,12 @@ class FieldSpec:
             ``None``: the DOTA reader cannot fill it.
         meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``);
             readers fill them (``YoloRows.meta``) and ``lucid fit`` saves them.
+        synth: how the synthetic set draws and labels a task with this field:
+            ``"package.module:attribute"`` of a
+            :class:`~lucidyolo.data.synth_scene.SyntheticScene`, imported when
+            a set is written (the first of a task's fields with one wins);
+            ``None``: the field asks for no scene of its own (the default
+            shapes, labelled by their boxes).
     """
 
     name: str
@@ -218,6 +226,7 @@ class FieldSpec:
     coco: CocoRule | None = None
     dota: Callable[[np.ndarray], Values] | None = None
     meta_keys: tuple[str, ...] = field(default=())
+    synth: str | None = None
 
     @property
     def attr_names(self) -> tuple[str, ...]:
@@ -423,6 +432,7 @@ register_field(FieldSpec(
     pack=_pack_rboxes, unpack=_unpack_rboxes,
     affine=_rboxes_affine, flip=_rboxes_flip,
     yolo=RBOX_ROWS, coco=RBOX_COCO, dota=lambda corners: {"rboxes": corners_to_rbox(corners)},
+    synth="lucidyolo.tasks.obb.synthetic:SCENE",
 ))
 register_field(FieldSpec(
     name="keypoints",
@@ -435,6 +445,7 @@ register_field(FieldSpec(
     affine=_keypoints_affine, flip=_keypoints_flip, can_flip=_keypoints_can_flip, clip=_keypoints_clip,
     yolo=POSE_ROWS, coco=POSE_COCO,
     meta_keys=("num_keypoints", "flip_idx"),
+    synth="lucidyolo.tasks.keypoints.synthetic:SCENE",
 ))
 register_field(FieldSpec(
     name="polygons",
@@ -443,4 +454,5 @@ register_field(FieldSpec(
     pack=_pack_polygons, unpack=_unpack_polygons,
     affine=_polygons_affine, flip=_polygons_flip,
     yolo=POLYGON_ROWS, coco=POLYGON_COCO, dota=lambda corners: {"polygons": corners_to_polygons(corners)},
+    synth="lucidyolo.tasks.segment.synthetic:SCENE",
 ))

@@ -1,3 +1,3 @@
 """The built-in instance segmentation task (``seg``): its spec (:mod:`.spec`, torch-free), hooks
-(:mod:`.hooks`), prototype head, mask loss, epoch metric and gate metric. Importing the package
-imports nothing else."""
+(:mod:`.hooks`), prototype head, mask loss, epoch metric, gate metric and synthetic scene
+(:mod:`.synthetic`). Importing the package imports nothing else."""
