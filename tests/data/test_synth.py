@@ -99,27 +99,6 @@ def test_synth_command_writes_a_root_that_checks_ok(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-LABEL_DIGESTS = {
-    ("det", "coco"): "84fb1c79e0bcbd8a", ("det", "yolo"): "d228f1c600aab57e",
-    ("seg", "coco"): "468f76804bcbdc30", ("seg", "yolo"): "be252d59883ffbd7",
-    ("obb", "coco"): "3eac8fbe1dd39759", ("obb", "yolo"): "0002340b7f276848",
-    ("pose", "coco"): "be12c9cbc75d39c0", ("pose", "yolo"): "be60563582da1bea",
-}  # fmt: skip
-
-
-@pytest.mark.parametrize(("task", "fmt"), sorted(LABEL_DIGESTS))
-def test_label_files_keep_their_bytes(tmp_path, task, fmt):
-    # The overfit gates' thresholds were tuned on these sets: a change of the scenes' drawing order,
-    # rounding or label text must be deliberate (then bump engine.build.SYNTHETIC_VERSION and re-pin).
-    root = write_synthetic(tmp_path / "s", fields_of(task), 6, 96, seed=5, fmt=fmt, image_format="png")
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and p.suffix in (".json", ".txt", ".yaml") and not p.name.startswith("."):
-            h.update(p.relative_to(root).as_posix().encode())
-            h.update(p.read_bytes())
-    assert h.hexdigest()[:16] == LABEL_DIGESTS[(task, fmt)]
-
-
 def test_the_first_field_with_a_synth_rule_picks_the_scene():
     from dataclasses import replace
 
