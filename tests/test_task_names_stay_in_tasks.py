@@ -14,6 +14,7 @@ readers, checks and plans loop over the task's fields and ask their rules.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import lucidyolo
@@ -44,15 +45,7 @@ def _offences(tree: ast.AST) -> list[int]:
 
 
 def _scan() -> dict[str, list[int]]:
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith("tasks/"):
-            continue
-        lines = _offences(ast.parse(path.read_text(encoding="utf-8")))
-        if lines:
-            found[rel] = lines
-    return found
+    return _scan_outside(("tasks/",), (), _offences)
 
 
 def test_no_module_outside_tasks_branches_on_a_task_name():
@@ -83,15 +76,21 @@ def _decode_path_literals(tree: ast.AST) -> list[int]:
                   if isinstance(node, ast.Constant) and node.value in DECODE_PATH_WORDS and id(node) not in docstrings)
 
 
-def test_no_module_outside_tasks_names_a_decode_path():
+def _scan_outside(rooms: tuple[str, ...], allowed: Collection[str], scan: Callable[[ast.AST], list[int]]) -> dict[str, list[int]]:
+    """``{module: lines}`` of every module outside ``rooms`` (and not ``allowed``) where ``scan`` finds something."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith("tasks/") or rel in DECODE_PATH_ALLOWED:
+        if rel.startswith(rooms) or rel in allowed:
             continue
-        lines = _decode_path_literals(ast.parse(path.read_text(encoding="utf-8")))
+        lines = scan(ast.parse(path.read_text(encoding="utf-8")))
         if lines:
             found[rel] = lines
+    return found
+
+
+def test_no_module_outside_tasks_names_a_decode_path():
+    found = _scan_outside(("tasks/",), DECODE_PATH_ALLOWED, _decode_path_literals)
     assert not found, f"decode paths named outside lucidyolo/tasks/ (read TaskSpec.decode_paths; file: lines): {found}"
 
 
@@ -126,14 +125,7 @@ def _field_branches(tree: ast.AST) -> list[int]:
 
 
 def test_no_module_outside_structures_and_tasks_branches_on_a_built_in_field():
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(("tasks/", "structures/")) or rel in FIELD_ALLOWED:
-            continue
-        lines = _field_branches(ast.parse(path.read_text(encoding="utf-8")))
-        if lines:
-            found[rel] = lines
+    found = _scan_outside(("tasks/", "structures/"), FIELD_ALLOWED, _field_branches)
     assert not found, f"built-in field names outside structures/ and tasks/ (ask the field's rules; file: lines): {found}"
 
 
