@@ -122,7 +122,7 @@ def build_system(
         model = model.to(memory_format=torch.channels_last)
     return TrainingSystem(
         model,
-        spec.build_criterion(cfg=m, num_classes=num_classes, meta=meta),
+        spec.build_criterion(cfg=m, num_classes=num_classes, meta=meta, model=model),
         functools.partial(spec.decode, cfg=m),  # the run's model config reaches decode (API 2.5)
         spec.build_metric(cfg=m, num_classes=num_classes, meta=meta),
         spec.metric_update,

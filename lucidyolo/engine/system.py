@@ -209,7 +209,8 @@ class TrainingSystem(pl.LightningModule):
     def configure_optimizers(self) -> dict[str, Any]:
         lr = self.effective_lr()
         # The objective may own trained parameters too (a keypoint flow): they step with the model.
-        params = [p for m in (self.model, self.criterion) for p in m.parameters() if p.requires_grad]
+        # by identity: a criterion may read a module of the model (the keypoint flow) and share its parameters
+        params = list({id(p): p for m in (self.model, self.criterion) for p in m.parameters() if p.requires_grad}.values())
         if self.optimizer_name == "musgd":
             ns_dtype = resolve_ns_dtype(self.newton_schulz_dtype, self.device)
             opt: torch.optim.Optimizer = MuSGD(

@@ -12,7 +12,7 @@ from lucidyolo.models.scales import Scale
 
 class Backbone(nn.Module):
     """Conv s2 -> 64; Conv s2 -> 128; C3k2(->256, e=0.25); Conv s2 -> 256;
-    C3k2(->512, e=0.25) => P3; Conv s2 -> 512; C3k2(->512, c3k) => P4;
+    C3k2(->512, e=0.25) => P3 (those two C3k2 chain C3k units from m up); Conv s2 -> 512; C3k2(->512, c3k) => P4;
     Conv s2 -> 1024; C3k2(->1024, c3k); SPPF; C2PSA => P5 (base widths).
 
     Args:
@@ -24,18 +24,18 @@ class Backbone(nn.Module):
 
     def __init__(self, scale: Scale) -> None:
         super().__init__()
-        ch, rep, kd = scale.channels, scale.repeats, scale.c3k_depth
+        ch, rep, early = scale.channels, scale.repeats, scale.c3k_early
         self.stem = nn.Sequential(Conv(3, ch(64), 3, 2), Conv(ch(64), ch(128), 3, 2))
-        self.stage2 = C3k2(ch(128), ch(256), rep(2), e=0.25)
+        self.stage2 = C3k2(ch(128), ch(256), rep(2), e=0.25, c3k=early)
         self.stage3 = nn.Sequential(
-            Conv(ch(256), ch(256), 3, 2), C3k2(ch(256), ch(512), rep(2), e=0.25)
+            Conv(ch(256), ch(256), 3, 2), C3k2(ch(256), ch(512), rep(2), e=0.25, c3k=early)
         )
         self.stage4 = nn.Sequential(
-            Conv(ch(512), ch(512), 3, 2), C3k2(ch(512), ch(512), rep(2), c3k=True, c3k_depth=kd)
+            Conv(ch(512), ch(512), 3, 2), C3k2(ch(512), ch(512), rep(2), c3k=True)
         )
         self.stage5 = nn.Sequential(
             Conv(ch(512), ch(1024), 3, 2),
-            C3k2(ch(1024), ch(1024), rep(2), c3k=True, c3k_depth=kd),
+            C3k2(ch(1024), ch(1024), rep(2), c3k=True),
             SPPF(ch(1024), ch(1024)),
             C2PSA(ch(1024), ch(1024), rep(2)),
         )

@@ -74,9 +74,8 @@ class C3k2(nn.Module):
         c_out: output channels.
         n: number of chained inner units.
         e: hidden width as a fraction of ``c_out``.
-        c3k: inner unit is a :class:`C3k` (with ``c3k_depth`` Bottlenecks) instead
-            of a :class:`Bottleneck` with ``e=1.0``.
-        c3k_depth: Bottlenecks inside each C3k inner unit.
+        c3k: inner unit is a :class:`C3k` (two Bottlenecks at the C3k's half
+            width) instead of a :class:`Bottleneck` with ``e=0.5``.
         attention: append one :class:`~lucidyolo.models.attention.PSABlock` to
             every inner unit (the neck's last stage).
     """
@@ -88,7 +87,6 @@ class C3k2(nn.Module):
         n: int = 1,
         e: float = 0.5,
         c3k: bool = False,
-        c3k_depth: int = 2,
         attention: bool = False,
     ) -> None:
         super().__init__()
@@ -97,7 +95,7 @@ class C3k2(nn.Module):
         self.cv1 = Conv(c_in, 2 * h, 1)
         units: list[nn.Module] = []
         for _ in range(n):
-            unit: nn.Module = C3k(h, h, n=c3k_depth) if c3k else Bottleneck(h, h, e=1.0)
+            unit: nn.Module = C3k(h, h, n=2) if c3k else Bottleneck(h, h, e=0.5)
             if attention:
                 unit = nn.Sequential(unit, PSABlock(h))
             units.append(unit)
@@ -115,8 +113,9 @@ class C3k2(nn.Module):
 class SPPF(nn.Module):
     """Spatial pyramid pooling (fast) with a residual from input to output.
 
-    1x1 to ``c_in / 2``; the same max-pool (k, stride 1) applied three times in a
-    chain; concat of the four tensors; 1x1 to ``c_out``; plus the input when
+    1x1 to ``c_in / 2`` (conv + BN, no activation: measured on the published
+    weights' module outputs); the same max-pool (k, stride 1) applied three times
+    in a chain; concat of the four tensors; 1x1 to ``c_out``; plus the input when
     ``c_in == c_out`` (the YOLO26 change).
 
     Args:
@@ -128,7 +127,7 @@ class SPPF(nn.Module):
     def __init__(self, c_in: int, c_out: int, k: int = 5) -> None:
         super().__init__()
         hidden = c_in // 2
-        self.cv1 = Conv(c_in, hidden, 1)
+        self.cv1 = Conv(c_in, hidden, 1, act=False)
         self.pool = nn.MaxPool2d(k, stride=1, padding=k // 2)
         self.cv2 = Conv(4 * hidden, c_out, 1)
         self.residual = c_in == c_out

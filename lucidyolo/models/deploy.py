@@ -88,7 +88,7 @@ class DeployModel(nn.Module):
     def stem_names(self) -> tuple[str, ...]:
         """The gathered per-anchor outputs: :attr:`stem_outputs`, else the o2o task stems in head order."""
         return self.stem_outputs or tuple(
-            n for n in self.branch.stems if n not in ("boxes", "logits", *self.box_stems)
+            n for n in self.branch.output_names if n not in ("boxes", "logits", *self.box_stems)
         )
 
     @property

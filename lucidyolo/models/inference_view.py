@@ -41,7 +41,7 @@ class E2EOutputs(nn.Module):
     def __init__(self, deployed: DeployModel) -> None:
         super().__init__()
         self.deployed = deployed
-        self.stems = tuple(deployed.branch.stems)
+        self.stems = tuple(deployed.branch.output_names)
 
     def forward(self, images: Tensor) -> dict[str, Any]:
         raw = self.deployed.forward_raw(images)

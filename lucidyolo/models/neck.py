@@ -11,9 +11,10 @@ from lucidyolo.models.scales import Scale
 
 
 class PANNeck(nn.Module):
-    """T4 = C3k2(up(P5) ++ P4 -> 512, c3k); N3 = C3k2(up(T4) ++ P3 -> 256);
-    N4 = C3k2(Conv s2(N3) ++ T4 -> 512); N5 = C3k2(Conv s2(N4) ++ P5 -> 1024, c3k,
-    one attention block per inner unit). Upsampling is nearest x2 (base widths).
+    """T4 = C3k2(up(P5) ++ P4 -> 512, c3k); N3 = C3k2(up(T4) ++ P3 -> 256, c3k);
+    N4 = C3k2(Conv s2(N3) ++ T4 -> 512, c3k); N5 = C3k2(Conv s2(N4) ++ P5 -> 1024,
+    one inner unit: Bottleneck + attention block, at every depth). Upsampling is
+    nearest x2 (base widths). This is the published YOLO26 layout.
 
     Args:
         scale: the variant's row of the scale table.
@@ -25,15 +26,15 @@ class PANNeck(nn.Module):
 
     def __init__(self, scale: Scale, in_channels: tuple[int, int, int]) -> None:
         super().__init__()
-        ch, rep, kd = scale.channels, scale.repeats, scale.c3k_depth
+        ch, rep = scale.channels, scale.repeats
         c3, c4, c5 = in_channels
         self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
-        self.top4 = C3k2(c5 + c4, ch(512), rep(2), c3k=True, c3k_depth=kd)
-        self.out3 = C3k2(ch(512) + c3, ch(256), rep(2))
+        self.top4 = C3k2(c5 + c4, ch(512), rep(2), c3k=True)
+        self.out3 = C3k2(ch(512) + c3, ch(256), rep(2), c3k=True)
         self.down3 = Conv(ch(256), ch(256), 3, 2)
-        self.out4 = C3k2(ch(256) + ch(512), ch(512), rep(2))
+        self.out4 = C3k2(ch(256) + ch(512), ch(512), rep(2), c3k=True)
         self.down4 = Conv(ch(512), ch(512), 3, 2)
-        self.out5 = C3k2(ch(512) + c5, ch(1024), rep(2), c3k=True, c3k_depth=kd, attention=True)
+        self.out5 = C3k2(ch(512) + c5, ch(1024), 1, attention=True)
         self.out_channels = (ch(256), ch(512), ch(1024))
 
     def forward(self, feats: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor, Tensor]:

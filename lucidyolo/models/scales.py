@@ -19,14 +19,14 @@ class Scale:
         depth: depth multiplier ``d``.
         width: width multiplier ``w``.
         max_channels: base-width cap ``mc`` applied before the width multiplier.
-        c3k_depth: Bottlenecks inside each C3k inner unit (the lever that puts
-            l/x onto the paper's size budget; see docs/decisions/model.md).
+        c3k_early: the two early backbone C3k2 (strides 4 and 8) chain C3k inner
+            units instead of Bottlenecks (m, l, x: the published layout).
     """
 
     depth: float
     width: float
     max_channels: int
-    c3k_depth: int = 2
+    c3k_early: bool = False
 
     def channels(self, base: int) -> int:
         """Channels of a layer with base width ``base``."""
@@ -40,10 +40,9 @@ class Scale:
 SCALES: dict[str, Scale] = {
     "n": Scale(depth=0.50, width=0.25, max_channels=1024),
     "s": Scale(depth=0.50, width=0.50, max_channels=1024),
-    "m": Scale(depth=0.50, width=1.00, max_channels=512),
-    # l/x chain two units per C3k2, so each C3k holds one Bottleneck to stay on budget.
-    "l": Scale(depth=1.00, width=1.00, max_channels=512, c3k_depth=1),
-    "x": Scale(depth=1.00, width=1.50, max_channels=512, c3k_depth=1),
+    "m": Scale(depth=0.50, width=1.00, max_channels=512, c3k_early=True),
+    "l": Scale(depth=1.00, width=1.00, max_channels=512, c3k_early=True),
+    "x": Scale(depth=1.00, width=1.50, max_channels=512, c3k_early=True),
 }
 
 

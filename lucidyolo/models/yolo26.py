@@ -68,6 +68,9 @@ class YOLO26(Trunk):
         # prototypes): see :func:`run_extras`. A module's ``train_only`` attribute
         # names its submodules the deployed graph removes (the semantic head).
         self.extras = nn.ModuleDict()
+        # Training-only task modules that forward does not run and the deployed graph
+        # drops; the task's criterion reads them (the keypoint residual density).
+        self.aux = nn.ModuleDict()
         self.anchor_cache = AnchorCache(self.strides)
         self.num_classes = next(s.shape[0] for s in stems if s.name == "logits")
 

@@ -1,8 +1,8 @@
 """Hooks of the keypoint task (imported lazily by :mod:`lucidyolo.tasks.keypoints.spec`; uses torch).
 
-Keypoints are detection plus two stems per anchor and branch: ``kpts (K, 2)`` raw
-offsets (point = anchor + raw * stride) and ``kpt_sigma (K, 2)`` raw scales
-(sigmoid), trained by :class:`~lucidyolo.tasks.keypoints.keypoint_loss.KeypointTerm`. Decode and
+Keypoints are detection plus one stem per branch with two outputs per anchor:
+``kpts (K, 3)`` raw offsets (point = anchor + raw * stride) and a visibility
+logit, and ``kpt_sigma (K, 2)`` raw scales (sigmoid), trained by :class:`~lucidyolo.tasks.keypoints.keypoint_loss.KeypointTerm`. Decode and
 the deployed graph turn them into ``[x, y, confidence]`` per point
 (:func:`decode_keypoints`) gathered by the kept anchor index, so every consumer
 sees :class:`~lucidyolo.structures.keypoint_detections.KeypointDetections`.
@@ -24,16 +24,18 @@ from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 from lucidyolo.tasks.keypoints.spec import FIELDS
 
-STEM_MIN_HIDDEN = 200
-STEM_LEVEL_WIDTHS = (1.0, 0.5, 0.5)
-"""Hidden widths of the two keypoint stems: ``max(200, C3)`` at P3, half of it at P4 and P5.
+def keypoint_stem(k: int) -> Any:
+    """The keypoint stem of the published layout (``cv4``): two 3x3 Conv at ``max(C3 // 4, 5K)``, then
+    ``kpts (K, 3)`` (raw x, y offsets and a visibility logit, ``cv4_kpts``) and ``kpt_sigma (K, 2)``
+    (raw scales, ``cv4_sigma``) from the same tower."""
+    from lucidyolo.models.head import StemOutput, StemSpec
 
-Keypoint stems put their cost at the fine level, where small instances' points
-are located; this is what puts all five variants on the paper's pose table
-(docs/decisions/keypoints.md has the measurements)."""
+    return StemSpec("kpts", (k, 3), tower="conv", hidden_div=4, min_hidden=5 * k, published="cv4",
+                    published_output="cv4_kpts",
+                    extra_outputs=(StemOutput("kpt_sigma", (k, 2), published="cv4_sigma"),))
 
 CONFIDENCE_THRESHOLD = 0.5
-"""``lucid predict --save`` draws a point whose confidence (``1 - mean sigma``) reaches this."""
+"""``lucid predict --save`` draws a point whose confidence (its visibility probability) reaches this."""
 
 
 def num_keypoints(cfg: Any, meta: Mapping[str, Any]) -> int:
@@ -62,14 +64,13 @@ def num_keypoints(cfg: Any, meta: Mapping[str, Any]) -> int:
 
 def build_model(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
-    from lucidyolo.models.head import StemSpec
+
+    from lucidyolo.tasks.keypoints.realnvp import RealNVP2D
 
     k = num_keypoints(cfg, meta or {})
-    stems = [
-        StemSpec(name, (k, 2), hidden_div=1, min_hidden=STEM_MIN_HIDDEN, level_widths=STEM_LEVEL_WIDTHS)
-        for name in ("kpts", "kpt_sigma")
-    ]
-    return create_model(cfg.variant, num_classes=num_classes, label="keypoints", extra_stems=stems)
+    model = create_model(cfg.variant, num_classes=num_classes, label="keypoints", extra_stems=[keypoint_stem(k)])
+    model.aux["flow"] = RealNVP2D()  # the RLE density: trained with the model, read by the criterion, never deployed
+    return model
 
 
 KEYPOINT_STEMS = ("kpts", "kpt_sigma")
@@ -93,7 +94,8 @@ def transfer_weights(source: Mapping[str, Tensor], target: Mapping[str, Tensor],
     }
 
 
-def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
+def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None,
+                    model: nn.Module | None = None, **_: Any) -> nn.Module:
     from lucidyolo.assign.one_to_one import OneToOneAssigner
     from lucidyolo.assign.tal import TaskAlignedAssigner
     from lucidyolo.losses.branch import BranchLoss
@@ -109,18 +111,20 @@ def build_criterion(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None =
         alpha_schedule=(cfg.alpha_start, cfg.alpha_end),
         # One term instance for both branches: they share (and both train) its flow.
         branch_terms=[KeypointTerm(k, kind=cfg.keypoint_loss, keypoint_gain=cfg.keypoint_gain,
-                                   oks_gain=cfg.oks_gain, sigmas=keypoint_sigmas(k))],
+                                   oks_gain=cfg.oks_gain, sigmas=keypoint_sigmas(k),
+                                   visibility_gain=cfg.visibility_gain,
+                                   flow=model.aux["flow"] if model is not None else None)],
     )
 
 
 def decode_keypoints(raw: Mapping[str, Tensor]) -> dict[str, Tensor]:
     """Per-anchor ``keypoints (B, A, K, 3)`` ``[x, y, confidence]`` px from ``kpts``, ``kpt_sigma``, ``anchors``, ``strides``.
 
-    ``confidence = 1 - mean(sigma_x, sigma_y)``: the predicted scale of the
-    point's error in box units, so a point the model is unsure of scores low.
+    ``confidence = sigmoid(visibility logit)``, the point's third raw channel: the
+    probability that the point is labelled (the published decode's score).
     """
-    xy = raw["anchors"][None, :, None, :] + raw["kpts"] * raw["strides"][None, :, None, None]  # (B, A, K, 2)
-    conf = 1.0 - raw["kpt_sigma"].sigmoid().mean(-1, keepdim=True)  # (B, A, K, 1)
+    xy = raw["anchors"][None, :, None, :] + raw["kpts"][..., :2] * raw["strides"][None, :, None, None]  # (B, A, K, 2)
+    conf = raw["kpts"][..., 2:].sigmoid()  # (B, A, K, 1)
     return {"keypoints": torch.cat([xy, conf], -1)}
 
 

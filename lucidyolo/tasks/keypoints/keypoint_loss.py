@@ -10,8 +10,9 @@ both branches. Gain 1.0. `keypoint_loss: laplace_nll` = the same without the flo
 
 Inputs (a branch term, see :class:`~lucidyolo.losses.criterion.BranchTerm`):
 
-- ``branch["kpts"] (B, A, K, 2)`` raw offsets in stride units: the predicted point
-  is ``p = anchor + raw * stride`` px (``anchors (A, 2)`` px, ``strides (A,)``).
+- ``branch["kpts"] (B, A, K, 3)``: raw x, y offsets in stride units (the predicted
+  point is ``p = anchor + raw * stride`` px, ``anchors (A, 2)`` px, ``strides (A,)``)
+  and a raw visibility logit (the published layout's third channel).
 - ``branch["kpt_sigma"] (B, A, K, 2)`` raw; ``sigma = sigmoid(raw)`` per axis.
 - ``assignment.fg_mask (B, A)`` and ``assignment.gt_index (B, A)`` pick each
   positive's GT row.
@@ -30,6 +31,10 @@ pairs)::
 (:class:`~lucidyolo.tasks.keypoints.realnvp.RealNVP2D`), one joint log density per point.
 ``laplace_nll`` drops the ``log G`` term. The term owns the flow and the criterion
 calls the same term for both branches, so both branches share (and train) one flow.
+
+Visibility: BCE of each positive's point logits against ``visibility > 0``, mean
+over the ``N K`` (positive, point) pairs (``kvis``). The published layout predicts it
+and its decode scores a point by it, so lucid trains it (docs/decisions/keypoints.md).
 
 OKS, over the ``N'`` positives with at least one visible point (``d`` px distance,
 ``area = w h``, ``sigma_k`` the per-point OKS constants)::
@@ -70,6 +75,7 @@ class KeypointTerm(nn.Module):
         kind: ``"rle"`` (Laplace x RealNVP flow) or ``"laplace_nll"`` (no flow, the control arm).
         keypoint_gain: gain of ``kpt``.
         oks_gain: gain of ``oks`` (0 by default: computed and logged, not trained on).
+        visibility_gain: gain of ``kvis``.
         sigmas: ``K`` OKS constants ``sigma_k`` (default 0.072 for every point).
     """
 
@@ -80,6 +86,8 @@ class KeypointTerm(nn.Module):
         keypoint_gain: float = 1.0,
         oks_gain: float = 0.0,
         sigmas: Sequence[float] | None = None,
+        flow: nn.Module | None = None,
+        visibility_gain: float = 1.0,
     ) -> None:
         super().__init__()
         if kind not in KEYPOINT_LOSS_KINDS:
@@ -93,15 +101,16 @@ class KeypointTerm(nn.Module):
         if len(sigmas) != self.num_keypoints:
             raise ValueError(f"need {self.num_keypoints} OKS sigmas (one per keypoint), got {len(sigmas)}")
         self.kind = kind
-        self.gains = {"kpt": keypoint_gain, "oks": oks_gain}
+        self.gains = {"kpt": keypoint_gain, "oks": oks_gain, "kvis": visibility_gain}
         # Non-persistent: follows .to(device) but is configuration, not checkpoint state.
         self.register_buffer("oks_sigmas", torch.tensor(sigmas, dtype=torch.float32), persistent=False)
-        self.flow = RealNVP2D() if kind == "rle" else None
+        # The flow lives in the model (the published layout's home for it) when the task passes it in.
+        self.flow = (flow if flow is not None else RealNVP2D()) if kind == "rle" else None
 
     def extra_repr(self) -> str:
         return (
             f"num_keypoints={self.num_keypoints}, kind={self.kind!r}, "
-            f"keypoint_gain={self.gains['kpt']}, oks_gain={self.gains['oks']}"
+            f"keypoint_gain={self.gains['kpt']}, oks_gain={self.gains['oks']}, visibility_gain={self.gains['kvis']}"
         )
 
     def forward(
@@ -112,7 +121,7 @@ class KeypointTerm(nn.Module):
         strides: Tensor,
         targets: Mapping[str, Tensor],
     ) -> dict[str, Tensor]:
-        """``{"kpt": 0-d float32, "oks": 0-d float32}`` before the gains; ``branch`` holds ``kpts`` and ``kpt_sigma``."""
+        """``{"kpt", "oks", "kvis"}`` 0-d float32 before the gains; ``branch`` holds ``kpts`` and ``kpt_sigma``."""
         kpts, raw_sigma = branch["kpts"], branch["kpt_sigma"]
         # Outside autocast: log sigma and the flow's log-det lose too much in half precision.
         with torch.autocast(device_type=kpts.device.type, enabled=False):
@@ -129,7 +138,8 @@ class KeypointTerm(nn.Module):
     ) -> dict[str, Tensor]:
         b_idx, a_idx = assignment.fg_mask.nonzero(as_tuple=True)  # (N,) each
         g_idx = assignment.gt_index[b_idx, a_idx].long()
-        pred = anchors[a_idx][:, None, :] + kpts[b_idx, a_idx] * strides.reshape(-1)[a_idx][:, None, None]  # (N, K, 2)
+        rows = kpts[b_idx, a_idx]  # (N, K, 3)
+        pred = anchors[a_idx][:, None, :] + rows[..., :2] * strides.reshape(-1)[a_idx][:, None, None]  # (N, K, 2)
         gt = targets["keypoints"][b_idx, g_idx].float()  # (N, K, 2)
         visible = targets["visibility"][b_idx, g_idx] > 0  # (N, K)
         box = targets["boxes"][b_idx, g_idx].float()  # (N, 4)
@@ -140,7 +150,8 @@ class KeypointTerm(nn.Module):
         gt = torch.where(visible[..., None], gt, pred.detach())
         kpt = self._kpt(pred, gt, raw_sigma[b_idx, a_idx], size, visible)
         oks = self._oks(pred, gt, size, visible)
-        return {"kpt": kpt, "oks": oks}
+        kvis = F.binary_cross_entropy_with_logits(rows[..., 2], visible.float(), reduction="sum")
+        return {"kpt": kpt, "oks": oks, "kvis": kvis / global_normaliser(visible.new_tensor(visible.numel()))}
 
     def _kpt(self, pred: Tensor, gt: Tensor, raw_sigma: Tensor, size: Tensor, visible: Tensor) -> Tensor:
         """Mean RLE / Laplace NLL over the visible (positive, point) pairs."""

@@ -1,94 +1,85 @@
 """A small RealNVP normalising flow over R^2: the learned residual density of the pose term.
 
 Spec (30-objective.md, pose): "G a small RealNVP flow over R^2 (6 affine coupling
-layers, conditioner 3 layers of 64 units, log-scale = learned scale * tanh)".
+layers, conditioner 3 layers of 64 units)". The module is laid out as the
+published YOLO26 pose head's ``flow_model`` (so its weights load one to one):
+buffers ``loc (2,)`` and ``cov (2, 2)`` of the Gaussian base and ``mask (L, 2)``
+(alternating ``[0, 1]``, ``[1, 0]``: 1 marks the coordinate a layer keeps),
+and per layer a scale net ``s[i]`` (Linear(2,64)-SiLU-Linear(64,64)-SiLU-
+Linear(64,2)-Tanh) and a shift net ``t[i]`` (the same without the Tanh). The
+published layout has no learned scale on the log-scale (the spec's "learned
+scale * tanh"); the tanh bounds it to ``(-1, 1)`` per layer (docs/decisions/keypoints.md).
 
-The flow is a bijection ``f = f_L o ... o f_1`` from data ``x`` to base ``z``, with
-``z ~ N(0, I_2)``. Each coupling layer keeps one coordinate (``x_c``, the mask's 1)
-and transforms the other (``x_t``) affinely with a scale and shift that depend on
-``x_c`` only::
+Data ``x`` to base ``z`` runs the layers last to first (the inverse of the
+generative direction ``z -> x``, which runs first to last). Layer ``i`` with
+mask ``m``::
 
-    (s_raw, t) = MLP(x_c)                       # Linear(1,64)-SiLU-Linear(64,64)-SiLU-Linear(64,2)
-    s          = scale * tanh(s_raw)            # bounded log-scale, scale a learned scalar
-    z_c        = x_c
-    z_t        = (x_t - t) * exp(-s)            # log|det dz/dx| = -s
+    kept = m * x
+    s = s[i](kept) * (1 - m);  t = t[i](kept) * (1 - m)
+    x = kept + (1 - m) * (x - t) * exp(-s)      # log|det dz/dx| += -sum(s)
 
-The masks alternate ``[1, 0], [0, 1], ...`` so each coordinate is transformed by
-every other layer. By the change of variables::
+    log G(x) = log N(z; loc, cov) + sum_layers (-sum(s))
 
-    log G(x) = log N(f(x); 0, I) + sum_layers (-s_layer(x))
-
-The conditioners' last layers start at zero (``s_raw = t = 0``): at initialisation
-the flow is exactly the identity and ``G`` the standard normal. ``scale`` starts at 1
-so the log-scale path has a gradient from the first step (with both at zero it would
-have none).
+The nets' last linear layers start at zero, so at initialisation the flow is the
+identity and ``G`` the base density.
 
 Shapes: :meth:`RealNVP2D.log_prob` maps ``(N, 2) -> (N,)``; ``N = 0`` works.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
-_LOG_2PI = math.log(2.0 * math.pi)
 
-
-class _Coupling(nn.Module):
-    """One affine coupling layer: ``kept`` conditions the affine map of the other coordinate."""
-
-    def __init__(self, kept: int, hidden: int) -> None:
-        super().__init__()
-        self.kept = int(kept)
-        self.net = nn.Sequential(
-            nn.Linear(1, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 2)
-        )
-        # Zero last layer: the layer starts as the identity (s = t = 0).
-        nn.init.zeros_(self.net[-1].weight)
-        nn.init.zeros_(self.net[-1].bias)
-        self.scale = nn.Parameter(torch.ones(()))
-
-    def extra_repr(self) -> str:
-        return f"kept={self.kept}"
-
-    def to_base(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """``(N, 2) -> ((N, 2), (N,))``: the layer's image (towards the base) and ``log|det|`` of that map."""
-        kept = x[:, self.kept : self.kept + 1]  # (N, 1)
-        moved = x[:, 1 - self.kept : 2 - self.kept]
-        s_raw, t = self.net(kept).unbind(-1)  # (N,) each
-        s = self.scale * torch.tanh(s_raw)
-        moved = (moved[:, 0] - t) * torch.exp(-s)
-        z = torch.stack([kept[:, 0], moved] if self.kept == 0 else [moved, kept[:, 0]], -1)
-        return z, -s
+def _net(hidden: int, tanh: bool) -> nn.Sequential:
+    layers: list[nn.Module] = [nn.Linear(2, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                               nn.Linear(hidden, 2)]
+    if tanh:
+        layers.append(nn.Tanh())
+    nn.init.zeros_(layers[4].weight)  # identity at initialisation (s = t = 0)
+    nn.init.zeros_(layers[4].bias)
+    return nn.Sequential(*layers)
 
 
 class RealNVP2D(nn.Module):
-    """RealNVP density over R^2 with a standard-normal base (see the module doc).
+    """RealNVP density over R^2 with a Gaussian base (see the module doc).
 
     Args:
-        num_layers: affine coupling layers (6 in the spec), masks alternating ``[1, 0]``, ``[0, 1]``.
+        num_layers: affine coupling layers (6 in the spec).
         hidden: conditioner width (64 in the spec).
     """
 
+    published = "flow_model"
+    """The publisher's name of this module inside its head (its inner names are the publisher's)."""
+
     def __init__(self, num_layers: int = 6, hidden: int = 64) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(_Coupling(kept=i % 2, hidden=hidden) for i in range(num_layers))
+        self.register_buffer("loc", torch.zeros(2))
+        self.register_buffer("cov", torch.eye(2))
+        self.register_buffer("mask", torch.tensor([[0.0, 1.0], [1.0, 0.0]] * (num_layers // 2)
+                                                  + [[0.0, 1.0]] * (num_layers % 2)))
+        self.s = nn.ModuleList(_net(hidden, tanh=True) for _ in range(num_layers))
+        self.t = nn.ModuleList(_net(hidden, tanh=False) for _ in range(num_layers))
 
     def to_base(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Data to base: ``x (N, 2) -> (z (N, 2), log|det dz/dx| (N,))``."""
         log_det = x.new_zeros(x.shape[:1])
         z = x
-        for layer in self.layers:
-            z, ld = layer.to_base(z)
-            log_det = log_det + ld
+        for i in reversed(range(len(self.s))):
+            m = self.mask[i].to(z.dtype)
+            kept = m * z
+            s = self.s[i](kept) * (1 - m)
+            t = self.t[i](kept) * (1 - m)
+            z = kept + (1 - m) * (z - t) * torch.exp(-s)
+            log_det = log_det - s.sum(-1)
         return z, log_det
 
     def log_prob(self, x: Tensor) -> Tensor:
         """``log G(x)``: ``x (N, 2)`` -> ``(N,)`` log density under the flow (``N = 0`` gives ``(0,)``)."""
         z, log_det = self.to_base(x)
-        return log_det - 0.5 * (z * z).sum(-1) - _LOG_2PI
+        base = torch.distributions.MultivariateNormal(self.loc.to(z.dtype), self.cov.to(z.dtype), validate_args=False)
+        return log_det + base.log_prob(z)
 
     def forward(self, x: Tensor) -> Tensor:
         """Same as :meth:`log_prob`."""

@@ -35,6 +35,7 @@ class KeypointModelConfig(DualHeadModelConfig):
     keypoint_loss: Literal["rle", "laplace_nll"] = "rle"
     keypoint_gain: float = Field(1.0, ge=0)
     oks_gain: float = Field(0.0, ge=0)
+    visibility_gain: float = Field(1.0, ge=0, description="gain of the point-visibility BCE (kvis)")
 
 
 FIELDS: tuple[str, ...] = ("keypoints", "crowd")

@@ -24,8 +24,8 @@ from torch import Tensor, nn
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 from lucidyolo.tasks.obb.spec import FIELDS
 
-ANGLE_HIDDEN_DIV = 2
-"""The angle stem's hidden width is ``max(16, C // 2)`` (spec 20-model)."""
+ANGLE_HIDDEN_DIV = 4
+"""The angle stem's hidden width is ``max(1, C // 4)`` on two 3x3 convs (the published layout's ``cv4``)."""
 
 
 def decode_rboxes(branch: Mapping[str, Tensor], anchors: Tensor, strides: Tensor) -> Tensor:
@@ -39,7 +39,7 @@ def build_model(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
     from lucidyolo.models.head import StemSpec
 
-    angle = StemSpec("angle", (1,), hidden_div=ANGLE_HIDDEN_DIV, min_hidden=16)
+    angle = StemSpec("angle", (1,), hidden_div=ANGLE_HIDDEN_DIV, min_hidden=1, published="cv4")
     return create_model(cfg.variant, num_classes=num_classes, label="obb", extra_stems=[angle])
 
 

@@ -24,9 +24,15 @@ from lucidyolo.models.conv import Conv
 class PrototypeHead(nn.Module):
     """Neck features ``(N3, N4, N5)`` to prototypes (and semantic logits while training).
 
+    The published layout: ``feat_refine`` (1x1 Conv of N4 and N5 to the N3
+    width), their nearest-upsampled sum with N3 through ``feat_fuse`` (3x3
+    Conv), then ``cv1`` (3x3 Conv), ``upsample`` (2x2 transposed conv, stride 2),
+    ``cv2`` (3x3 Conv) and ``cv3`` (1x1 Conv to ``P``); the semantic head
+    ``semseg`` (two 3x3 Conv and a 1x1 conv to ``C``) reads the fused map.
+
     Args:
         in_channels: channels of ``(N3, N4, N5)``.
-        hidden: width of the prototype convolutions (``scale.channels(256)``).
+        hidden: width of the prototype convolutions (the N3 width).
         num_prototypes: ``P``, prototype maps (32).
         num_classes: ``C`` of the semantic auxiliary head; ``0`` builds none.
 
@@ -35,41 +41,47 @@ class PrototypeHead(nn.Module):
     ``(H3, W3)`` is the N3 grid (stride 8).
     """
 
-    train_only = ("semantic",)
+    train_only = ("semseg",)
     """Submodules the deployed graph removes (set to ``None``)."""
+
+    published = "proto"
+    """The publisher's name of this module inside its head (its inner names are the publisher's)."""
 
     def __init__(self, in_channels: Sequence[int], hidden: int, num_prototypes: int = 32, num_classes: int = 0) -> None:
         super().__init__()
         c3, c4, c5 = in_channels
         self.num_prototypes = num_prototypes
-        self.lateral = nn.ModuleList([Conv(c4, c3, 1), Conv(c5, c3, 1)])
-        self.tower = nn.Sequential(Conv(c3, hidden, 3), Conv(hidden, hidden, 3), Conv(hidden, hidden, 3))
-        self.upsampled = Conv(hidden, hidden, 3)
-        self.out = nn.Conv2d(hidden, num_prototypes, 1)
-        self.semantic: nn.Module | None = nn.Conv2d(c3, num_classes, 1) if num_classes > 0 else None
+        self.feat_refine = nn.ModuleList([Conv(c4, c3, 1), Conv(c5, c3, 1)])
+        self.feat_fuse = Conv(c3, c3, 3)
+        self.cv1 = Conv(c3, hidden, 3)
+        self.upsample = nn.ConvTranspose2d(hidden, hidden, 2, 2, bias=True)
+        self.cv2 = Conv(hidden, hidden, 3)
+        self.cv3 = Conv(hidden, num_prototypes, 1)
+        self.semseg: nn.Module | None = (
+            nn.Sequential(Conv(c3, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, num_classes, 1)) if num_classes > 0 else None
+        )
 
     @property
     def class_params(self) -> tuple[str, ...]:
         """The semantic head's rows are per class (weight transfer maps them by class name)."""
-        return ("semantic.weight", "semantic.bias") if self.semantic is not None else ()
+        return ("semseg.2.weight", "semseg.2.bias") if self.semseg is not None else ()
 
     @property
     def outputs(self) -> tuple[str, ...]:
         """Names of the tensors :meth:`forward` returns, in order."""
-        return ("protos", "semantic") if self.semantic is not None else ("protos",)
+        return ("protos", "semantic") if self.semseg is not None else ("protos",)
 
     def fuse(self, feats: Sequence[Tensor]) -> Tensor:
-        """``N3 + up(proj(N4)) + up(proj(N5))``: ``(B, C3, H3, W3)``."""
+        """``feat_fuse(N3 + up(refine(N4)) + up(refine(N5)))``: ``(B, C3, H3, W3)``."""
         n3, n4, n5 = feats
         fused = n3
-        for proj, f in zip(self.lateral, (n4, n5), strict=True):
+        for proj, f in zip(self.feat_refine, (n4, n5), strict=True):
             fused = fused + F.interpolate(proj(f), size=n3.shape[-2:], mode="nearest")
-        return fused
+        return self.feat_fuse(fused)
 
     def forward(self, feats: Sequence[Tensor]) -> dict[str, Tensor]:
         fused = self.fuse(feats)
-        x = F.interpolate(self.tower(fused), scale_factor=2.0, mode="nearest")
-        out = {"protos": self.out(self.upsampled(x))}
-        if self.semantic is not None:
-            out["semantic"] = self.semantic(fused)
+        out = {"protos": self.cv3(self.cv2(self.upsample(self.cv1(fused))))}
+        if self.semseg is not None:
+            out["semantic"] = self.semseg(fused)
         return out
