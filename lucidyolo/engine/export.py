@@ -94,9 +94,10 @@ def export_weights(
     """
     import torch
 
-    from lucidyolo.engine.checkpoint import assert_plain, atomic_save, load_checkpoint
+    from lucidyolo.engine.checkpoint import assert_plain, atomic_save
+    from lucidyolo.engine.published_weights import read_model_checkpoint
 
-    ckpt = load_checkpoint(checkpoint)
+    ckpt = read_model_checkpoint(checkpoint)
     lucid = ckpt.get("lucid")
     if not isinstance(lucid, dict) or not isinstance(lucid.get("config"), dict):
         raise UserError(f"{checkpoint} is not a lucid checkpoint (no 'lucid' section).",
@@ -114,7 +115,7 @@ def export_weights(
             "dataset_meta": dict(lucid.get("dataset_meta") or {}), "format": lucid.get("format", 1),
             "kind": "weights", "weights_format": WEIGHTS_FORMAT, "task": config["model"]["task"],
             "variant": config["model"]["variant"], "img_size": config.get("data", {}).get("img_size"),
-            "half": half,
+            "half": half, **({"source": {k: v for k, v in lucid["source"].items() if k != "names"}} if "source" in lucid else {}),
         },
         "state_dict": state,
     }

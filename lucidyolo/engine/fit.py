@@ -98,22 +98,45 @@ def config_from_checkpoint(spec: TaskSpec, ckpt: dict[str, Any], run_path: Path 
         ) from None
 
 
-def start_from_weights(
-    spec: TaskSpec, cfg: RunConfig, model: Any, class_names: list[str], meta: dict[str, Any],
-    log: Callable[[str], None], progress: Callable[[int, int | None], None] | None = None,
-) -> Any:
-    """Resolve ``model.weights``, refuse another variant, load what fits into ``model``; the :class:`TransferReport`."""
-    from lucidyolo.engine.transfer import read_weights, refuse_variant_mismatch, transfer_weights
+def read_start_weights(
+    cfg: RunConfig, log: Callable[[str], None], progress: Callable[[int, int | None], None] | None = None,
+) -> tuple[Any, str]:
+    """Resolve and read ``model.weights`` (a lucid or published file, a run, a URL): ``(SourceWeights, shown name)``.
+
+    Read before the model is built: the source may size the class towers (:func:`class_towers_of`).
+    """
+    from lucidyolo.engine.transfer import read_weights
     from lucidyolo.engine.weights_source import resolve_weights, split_digest
 
     m = cfg.model
     assert m.weights is not None
     path = resolve_weights(m.weights, m.weights_sha256, progress=progress, log=log)
-    shown = split_digest(m.weights, None)[0]
-    source = read_weights(path)
-    refuse_variant_mismatch(source, m.variant, shown)
-    return transfer_weights(model, source, class_names, meta, class_match=m.class_match, hook=spec.transfer_weights,
-                            shown_source=shown)
+    return read_weights(path), split_digest(m.weights, None)[0]
+
+
+def class_towers_of(cfg: RunConfig, source: Any, num_classes: int) -> RunConfig:
+    """``cfg`` with ``model.class_width`` set to the source's class count when it has more classes.
+
+    The published class towers are ``max(C3, min(classes, 100))`` wide: a nano started from 80-class
+    weights on a 4-class set keeps the 80-wide towers, so they load whole instead of starting fresh.
+    """
+    if getattr(cfg.model, "class_width", "absent") is not None or len(source.class_names) <= num_classes:
+        return cfg
+    model = cfg.model.model_copy(update={"class_width": len(source.class_names)})
+    return cfg.model_copy(update={"model": model})
+
+
+def start_from_weights(
+    spec: TaskSpec, cfg: RunConfig, model: Any, class_names: list[str], meta: dict[str, Any],
+    source: tuple[Any, str],
+) -> Any:
+    """Refuse another variant, load what fits of the read ``source`` into ``model``; the :class:`TransferReport`."""
+    from lucidyolo.engine.transfer import refuse_variant_mismatch, transfer_weights
+
+    weights, shown = source
+    refuse_variant_mismatch(weights, cfg.model.variant, shown)
+    return transfer_weights(model, weights, class_names, meta, class_match=cfg.model.class_match,
+                            hook=spec.transfer_weights, shown_source=shown)
 
 
 def freeze_plan(cfg: RunConfig, model: Any, log: Callable[[str], None]) -> tuple[Any, ...]:
@@ -260,14 +283,18 @@ def _fit(
     pl.seed_everything(cfg.seed, workers=False, verbose=False)
     # channels_last on CUDA and on the CPU (oneDNN's convolutions): a CPU step at 320 px x 8 on 2 cores goes
     # from 429 to 308 ms (forward 132 -> 74 ms, backward 191 -> 140 ms); MPS keeps the default layout.
+    source = None
+    if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
+        source = read_start_weights(cfg, log, download_progress)
+        cfg = class_towers_of(cfg, source[0], num_classes)
     system = build_system(
         spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src),
         channels_last=cuda or not uses_mps(cfg),
     )
     start = None
-    if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
+    if source is not None:
         start = start_from_weights(spec, cfg, system.model, list(train_src.class_names),
-                                   dataset_meta(spec, train_src), log, download_progress)
+                                   dataset_meta(spec, train_src), source)
     freeze = freeze_plan(cfg, system.model, log)
     if should_compile(cfg.model.compile_step, spec, cuda):
         # The bound method, not the module: checkpoint keys stay those of the eager model. Batch size

@@ -10,7 +10,7 @@ from torch import nn
 
 from lucidyolo.config.resolve import validate_config
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine.checkpoint import load_checkpoint
+from lucidyolo.engine.published_weights import read_model_checkpoint
 from lucidyolo.errors import ConfigError, UserError
 from lucidyolo.tasks.api import TaskSpec
 
@@ -44,7 +44,7 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
     from lucidyolo.tasks.registry import get_task
 
     path = checkpoint_file(path)
-    ckpt = load_checkpoint(path)
+    ckpt = read_model_checkpoint(path)
     lucid = ckpt.get("lucid") if isinstance(ckpt, dict) else None
     if not isinstance(lucid, dict) or "config" not in lucid:
         raise UserError(

@@ -29,7 +29,6 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.engine.checkpoint import load_checkpoint
 from lucidyolo.errors import ConfigError, UserError
 
 
@@ -45,6 +44,8 @@ class SourceWeights:
         dataset_meta: the dataset meta they were trained with (e.g. ``num_keypoints``).
         state: model tensors by name (the EMA weights when the file has them).
         used_ema: whether ``state`` holds the EMA weights.
+        source_format: ``"lucid"`` or the published format's name.
+        source_names: for a published file, the publisher's name of each tensor of ``state``.
     """
 
     path: Path
@@ -54,16 +55,21 @@ class SourceWeights:
     dataset_meta: dict[str, Any]
     state: dict[str, Tensor]
     used_ema: bool
+    source_format: str = "lucid"
+    source_names: dict[str, str] = field(default_factory=dict)
 
 
 def read_weights(path: Path) -> SourceWeights:
-    """Read a lucid checkpoint or weights file through the weights-only loader.
+    """Read a lucid checkpoint or weights file through the weights-only loader, or a published YOLO26 file
+    through its reader that runs nothing (:mod:`lucidyolo.engine.published_weights`).
 
     Raises:
-        UserError: an unsafe or foreign file (refused by :func:`load_checkpoint`), or a
+        UserError: an unsafe or foreign file (refused before anything in it runs), or a
             torch file that is not lucid's.
     """
-    ckpt = load_checkpoint(path)
+    from lucidyolo.engine.published_weights import read_model_checkpoint
+
+    ckpt = read_model_checkpoint(path)
     lucid = ckpt.get("lucid")
     config = lucid.get("config") if isinstance(lucid, dict) else None
     if not isinstance(config, dict) or not isinstance(ckpt.get("state_dict"), dict):
@@ -78,10 +84,13 @@ def read_weights(path: Path) -> SourceWeights:
     used_ema = isinstance(ema, dict) and isinstance(ema.get("shadow"), dict)
     if used_ema:
         state.update(ema["shadow"])
+    published = lucid.get("source") if isinstance(lucid.get("source"), dict) else None
     return SourceWeights(
         path=Path(path), task=str(model.get("task")), variant=str(model.get("variant")),
         class_names=[str(n) for n in lucid.get("class_names") or []], dataset_meta=dict(lucid.get("dataset_meta") or {}),
-        state=state, used_ema=used_ema,
+        state=state, used_ema=used_ema or bool(published and published.get("used_ema")),
+        source_format=str(published["format"]) if published else "lucid",
+        source_names=dict(published.get("names") or {}) if published else {},
     )
 
 
@@ -128,6 +137,15 @@ class TransferReport:
     class_rows: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     unused: list[str] = field(default_factory=list)
+    source_format: str = "lucid"
+    source_names: dict[str, str] = field(default_factory=dict)
+
+    def head_of(self, name: str) -> str | None:
+        """``one-to-one`` / ``one-to-many`` for a head tensor of a published source (from its publisher's name)."""
+        published = self.source_names.get(name, "")
+        if not published.startswith("model.23."):
+            return None
+        return "one-to-one" if published.startswith("model.23.one2one_") else "one-to-many"
 
     @property
     def matched(self) -> list[str]:
@@ -169,8 +187,8 @@ class TransferReport:
     def as_json(self) -> dict[str, Any]:
         """``transfer.json``: the source, the class mapping and every tensor's fate."""
         return {
-            "source": self.source, "source_task": self.source_task, "source_variant": self.source_variant,
-            "used_ema": self.used_ema, "class_match": self.class_match,
+            "source": self.source, "source_format": self.source_format, "source_task": self.source_task,
+            "source_variant": self.source_variant, "used_ema": self.used_ema, "class_match": self.class_match,
             "classes": {
                 "mapping": [{"name": n, "index": j, "from_index": i if i >= 0 else None,
                              "from_name": self.source_class_names[i] if i >= 0 else None}
@@ -181,6 +199,10 @@ class TransferReport:
                 "copied": len(self.copied) + len(self.class_rows), "kept_fresh": len(self.skipped),
                 "class_rows_mapped": self.class_rows, "skipped": self.skipped, "unused_in_checkpoint": self.unused,
             },
+            **({"published_names": {
+                n: {"from": self.source_names[n], **({"head": h} if (h := self.head_of(n)) else {})}
+                for n in [*self.copied, *self.class_rows] if n in self.source_names
+            }} if self.source_names else {}),
             "summary": self.line(),
         }
 
@@ -219,6 +241,7 @@ def transfer_weights(
         source=shown_source or str(source.path), source_task=source.task, source_variant=source.variant,
         used_ema=source.used_ema, class_match=class_match, class_names=list(class_names),
         source_class_names=list(source.class_names), class_map=class_map,
+        source_format=source.source_format, source_names=dict(source.source_names),
     )
     handled: Mapping[str, Any] = {}
     if hook is not None:

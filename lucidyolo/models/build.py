@@ -18,7 +18,8 @@ def list_models(pattern: str = "*") -> list[str]:
 
 
 def create_model(
-    variant: str = "n", num_classes: int = 80, extra_stems: Sequence[StemSpec] = (), label: str = "det"
+    variant: str = "n", num_classes: int = 80, extra_stems: Sequence[StemSpec] = (), label: str = "det",
+    class_width: int | None = None,
 ) -> YOLO26:
     """Build a randomly initialised YOLO26 model.
 
@@ -29,6 +30,7 @@ def create_model(
             ``logits`` (mask coefficients, angle, keypoints); each becomes an
             output key of both branches.
         label: a name for summaries (the task that built it); never branched on.
+        class_width: the class count the class towers are sized for (default ``num_classes``).
 
     Returns:
         A :class:`~lucidyolo.models.yolo26.YOLO26` whose forward returns
@@ -40,4 +42,4 @@ def create_model(
         raise ConfigError(
             f"num_classes must be >= 1, got {num_classes}.", fix="set the number of classes in the dataset."
         )
-    return YOLO26(SCALES[key], [*det_stems(num_classes), *extra_stems], variant=key, task=label)
+    return YOLO26(SCALES[key], [*det_stems(num_classes, class_width), *extra_stems], variant=key, task=label)

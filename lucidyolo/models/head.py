@@ -109,17 +109,20 @@ def class_prior_bias(p: float = 0.01) -> float:
     return -math.log((1.0 - p) / p)
 
 
-def det_stems(num_classes: int) -> list[StemSpec]:
+def det_stems(num_classes: int, class_width: int | None = None) -> list[StemSpec]:
     """The detection stems: 4 raw box distances and ``num_classes`` logits at prior 0.01.
 
     Widths are the published layout's: boxes ``max(16, C // 4)`` on two 3x3 convs,
-    logits ``max(C, min(num_classes, 100))`` on two separable units.
+    logits ``max(C, min(classes, 100))`` on two separable units, where ``classes``
+    is ``class_width`` when given (a model fine-tuned from weights of more classes
+    keeps their class towers whole), else ``num_classes``.
     """
+    width_classes = num_classes if class_width is None else class_width
     return [
         # bias 1.0: every anchor starts with a box two strides wide instead of a
         # degenerate point, so the IoU loss has a non-zero overlap from step 0.
         StemSpec("boxes", (4,), tower="conv", hidden_div=4, min_hidden=16, bias_init=1.0, published="cv2"),
-        StemSpec("logits", (num_classes,), tower="separable", hidden_div=1, min_hidden=min(num_classes, 100),
+        StemSpec("logits", (num_classes,), tower="separable", hidden_div=1, min_hidden=min(width_classes, 100),
                  bias_init=class_prior_bias(0.01), per_class=True, published="cv3"),
     ]
 

@@ -458,7 +458,12 @@ class TaskSpec:
     ``inference_view`` (optional, API 2.4) builds the model ``lucid eval`` and
     ``lucid predict`` run for some of the paths. ``eval_options`` (API 2.4)
     are the task's ``lucid eval --option NAME=VALUE`` switches, passed to
-    ``evaluate`` in ``options``. ``boxes`` (API 2.5) is False for a task whose
+    ``evaluate`` in ``options``. ``published_models`` (optional) are the
+    publisher's top-level model class names of the published YOLO26 checkpoints
+    the task reads (``DetectionModel``): ``--model.weights yolo26n.pt`` and
+    ``--checkpoint yolo26n.pt`` pick the task by them; ``published_meta(checkpoint)``
+    (optional) returns the dataset meta such a file implies (the keypoint count).
+    ``boxes`` (API 2.5) is False for a task whose
     instances have no boxes (points): its readers get them from a field rule
     that returns none, the engine carries zero boxes it never shows (no box
     panels in ``labels.png``), and survival after a crop is the fields' own
@@ -507,11 +512,13 @@ class TaskSpec:
     coco_results: Callable[..., Any] | None = None
     target_rows: Callable[..., Any] | None = None
     inference_view: Callable[..., Any] | None = None
+    published_models: tuple[str, ...] = ()
+    published_meta: Callable[..., Any] | None = None
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
         "evaluate", "predict", "draw", "transfer_weights", "label_stats", "matches", "label_lines", "coco_results",
-        "target_rows", "inference_view",
+        "target_rows", "inference_view", "published_meta",
     )
     """Every callable hook (``gate`` and ``export`` are specs holding callables)."""
 

@@ -27,6 +27,9 @@ class DualHeadModelConfig(ModelConfig):
     o2o_topk: int = Field(7, gt=0)
     alpha_start: float = Field(0.8, ge=0, le=1, description="o2m weight of the dual loss at the first epoch")
     alpha_end: float = Field(0.1, ge=0, le=1, description="o2m weight at the last epoch (linear in between)")
+    class_width: int | None = Field(
+        None, ge=1, description=("classes the class towers are sized for (published rule: width max(C3, min(classes, 100))); "
+                                 "None = this run's classes; a run started from weights of more classes takes theirs"))
 
 
 DECODE_PATHS: tuple[str, ...] = ("e2e", "nms")

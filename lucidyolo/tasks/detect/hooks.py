@@ -23,7 +23,7 @@ from lucidyolo.tasks.dual_head import DECODE_PATHS
 def build_model(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
 
-    return create_model(cfg.variant, num_classes=num_classes, label="det")
+    return create_model(cfg.variant, num_classes=num_classes, class_width=cfg.class_width, label="det")
 
 
 def build_criterion(cfg: ModelConfig, num_classes: int, **_: Any) -> nn.Module:

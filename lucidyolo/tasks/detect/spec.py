@@ -52,6 +52,7 @@ SPEC = TaskSpec(
                  "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
                  "target_rows"),
     decode_paths=DECODE_PATHS,
+    published_models=("DetectionModel",),
     inference_view=INFERENCE_VIEW,
     gate=GateSpec(
         preset="det_nano_overfit.yaml",

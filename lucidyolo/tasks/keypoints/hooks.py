@@ -24,6 +24,7 @@ from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
 from lucidyolo.tasks.keypoints.spec import FIELDS
 
+
 def keypoint_stem(k: int) -> Any:
     """The keypoint stem of the published layout (``cv4``): two 3x3 Conv at ``max(C3 // 4, 5K)``, then
     ``kpts (K, 3)`` (raw x, y offsets and a visibility logit, ``cv4_kpts``) and ``kpt_sigma (K, 2)``
@@ -64,16 +65,21 @@ def num_keypoints(cfg: Any, meta: Mapping[str, Any]) -> int:
 
 def build_model(cfg: Any, num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
     from lucidyolo.models import create_model
-
     from lucidyolo.tasks.keypoints.realnvp import RealNVP2D
 
     k = num_keypoints(cfg, meta or {})
-    model = create_model(cfg.variant, num_classes=num_classes, label="keypoints", extra_stems=[keypoint_stem(k)])
+    model = create_model(cfg.variant, num_classes=num_classes, class_width=cfg.class_width, label="keypoints", extra_stems=[keypoint_stem(k)])
     model.aux["flow"] = RealNVP2D()  # the RLE density: trained with the model, read by the criterion, never deployed
     return model
 
 
 KEYPOINT_STEMS = ("kpts", "kpt_sigma")
+
+
+def published_meta(checkpoint: Any, **_: Any) -> dict[str, Any]:
+    """The keypoint count a published pose checkpoint was built for (its ``kpt_shape``), e.g. ``{"num_keypoints": 17}``."""
+    shape = getattr(checkpoint, "keypoint_shape", None)
+    return {"num_keypoints": int(shape[0])} if shape else {}
 
 
 def transfer_weights(source: Mapping[str, Tensor], target: Mapping[str, Tensor], source_meta: Mapping[str, Any],

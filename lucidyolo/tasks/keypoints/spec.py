@@ -54,7 +54,7 @@ SPEC = TaskSpec(
     fields=FIELDS,
     meta_keys=("num_keypoints", "flip_idx", "skeleton"),
     reference_meta={"num_keypoints": 17},
-    loss_terms=("box", "cls", "l1", "kpt", "oks"),
+    loss_terms=("box", "cls", "l1", "kpt", "oks", "kvis"),
     metrics=MetricSpec(
         keys=("val/oks_precision", "val/oks_recall", "val/oks_mAP"),
         primary="val/oks_mAP",
@@ -66,8 +66,9 @@ SPEC = TaskSpec(
     ),
     **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
                  "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
-                 "target_rows", "label_stats", "transfer_weights"),
+                 "target_rows", "label_stats", "transfer_weights", "published_meta"),
     decode_paths=DECODE_PATHS,
+    published_models=("PoseModel",),
     inference_view=INFERENCE_VIEW,
     gate=GateSpec(
         preset="pose_nano_overfit.yaml",

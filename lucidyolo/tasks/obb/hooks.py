@@ -40,7 +40,7 @@ def build_model(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.models.head import StemSpec
 
     angle = StemSpec("angle", (1,), hidden_div=ANGLE_HIDDEN_DIV, min_hidden=1, published="cv4")
-    return create_model(cfg.variant, num_classes=num_classes, label="obb", extra_stems=[angle])
+    return create_model(cfg.variant, num_classes=num_classes, class_width=cfg.class_width, label="obb", extra_stems=[angle])
 
 
 def build_criterion(cfg: Any, num_classes: int, **_: Any) -> nn.Module:

@@ -59,6 +59,7 @@ SPEC = TaskSpec(
                  "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
                  "target_rows", "label_stats"),
     decode_paths=DECODE_PATHS,
+    published_models=("OBBModel",),
     inference_view=INFERENCE_VIEW,
     gate=GateSpec(
         preset="obb_nano_overfit.yaml",

@@ -32,7 +32,7 @@ def build_model(cfg: Any, num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.tasks.segment.prototypes import PrototypeHead
 
     p = int(cfg.num_prototypes)
-    model = create_model(cfg.variant, num_classes=num_classes, label="seg",
+    model = create_model(cfg.variant, num_classes=num_classes, class_width=cfg.class_width, label="seg",
                          extra_stems=[StemSpec("coeffs", (p,), hidden_div=4, min_hidden=p, published="cv4")])
     model.extras["protos"] = PrototypeHead(
         model.neck.out_channels, model.scale.channels(PROTO_WIDTH), num_prototypes=p, num_classes=num_classes

@@ -67,6 +67,7 @@ SPEC = TaskSpec(
                  "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
                  "target_rows", "label_stats"),
     decode_paths=DECODE_PATHS,
+    published_models=("SegmentationModel",),
     inference_view=INFERENCE_VIEW,
     eval_options=(
         EvalOption("masks", True, "also score the instance masks (COCO segm); false: boxes only, faster"),
