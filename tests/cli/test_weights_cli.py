@@ -106,6 +106,23 @@ def test_a_crafted_checkpoint_is_refused_on_the_weights_path_before_it_runs(tmp_
     assert not marker.exists()
 
 
+def test_a_poisoned_publisher_checkpoint_is_refused_on_the_weights_path_before_it_runs(tmp_path):
+    # the publisher's release layout (whole model records) with an os.system reducer beside the model
+    from tests.engine.test_published_checkpoint import (
+        SystemPayload,
+        tiny_publisher_model,
+        write_publisher_file,
+    )
+
+    marker = tmp_path / "ran"
+    path = write_publisher_file(tmp_path / "yolo26n.pt", tiny_publisher_model(), stopper=SystemPayload(marker))
+    root = tiny_root("det", tmp_path / "data")
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", str(path))
+    assert r.returncode == 2 and "Refused checkpoint" in r.stderr and "arbitrary code" in r.stderr, r.stderr
+    assert f"{os.system.__module__}.system" in r.stderr
+    assert not marker.exists()
+
+
 def test_another_trainers_checkpoint_is_named_as_such(tmp_path, monkeypatch):
     # What such files hold, in general terms: a whole pickled model object under 'model'.
     package = types.ModuleType("othertrainer")
