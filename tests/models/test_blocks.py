@@ -39,16 +39,56 @@ def test_c3k2_concatenates_two_plus_n_halves() -> None:
     assert block(torch.rand(2, 16, 8, 8)).shape == (2, 32, 8, 8)
 
 
-def test_c3k2_with_c3k_uses_requested_bottleneck_count() -> None:
-    block = C3k2(32, 32, n=1, c3k=True, c3k_depth=1)
-    assert isinstance(block.m[0], C3k) and len(block.m[0].m) == 1
-    assert len(C3k(8, 8, n=2).m) == 2
+def test_c3k2_bottleneck_units_are_half_width() -> None:
+    # the published layout: a C3k2 Bottleneck unit has e = 0.5 (h = 16 -> inner width 8)
+    block = C3k2(16, 32, n=2, e=0.5)
+    assert [(u.cv1.conv.in_channels, u.cv1.conv.out_channels, u.cv2.conv.out_channels) for u in block.m] == [
+        (16, 8, 16), (16, 8, 16)
+    ]
+
+
+def test_c3k2_with_c3k_chains_c3k_units_of_two_bottlenecks() -> None:
+    # the published layout: every C3k inner unit holds two Bottlenecks (e = 1.0) at half the unit's width
+    block = C3k2(32, 32, n=1, c3k=True)
+    unit = block.m[0]
+    assert isinstance(unit, C3k) and len(unit.m) == 2
+    assert unit.cv1.conv.out_channels == 8  # h = 16, C3k branch width 16 * 0.5
+    assert all(b.cv1.conv.out_channels == 8 for b in unit.m)
+    assert len(C3k(8, 8, n=3).m) == 3
 
 
 def test_c3k2_attention_unit_appends_psablock() -> None:
     block = C3k2(32, 32, n=2, c3k=True, attention=True)
     assert all(isinstance(u[1], PSABlock) for u in block.m)
     assert block(torch.rand(1, 32, 4, 4)).shape == (1, 32, 4, 4)
+
+
+def test_sppf_first_conv_has_no_activation() -> None:
+    # the published layout: SPPF's cv1 is conv + BN only, so negative values reach the pools
+    block = SPPF(16, 16).eval()
+    assert isinstance(block.cv1.act, torch.nn.Identity) and not isinstance(block.cv2.act, torch.nn.Identity)
+    torch.nn.init.constant_(block.cv1.conv.weight, -1.0)
+    h = block.cv1(torch.ones(1, 16, 2, 2))
+    assert (h < 0).all()
+
+
+def test_published_layout_of_the_c3k_units_per_variant() -> None:
+    from lucidyolo.models import create_model
+
+    # From the published layouts: C3k units (cv3 inside model.<i>.m.0) in the early backbone C3k2
+    # (model.2 and model.4) from m up only; C3k units in every neck C3k2 except N5 (model.22), whose single
+    # unit is a Bottleneck followed by an attention block at every depth.
+    for variant, early in (("n", False), ("s", False), ("m", True), ("l", True), ("x", True)):
+        with torch.device("meta"):
+            model = create_model(variant)
+        assert SCALES[variant].c3k_early is early
+        for block in (model.backbone.stage2, model.backbone.stage3[1]):
+            assert all(isinstance(u, C3k) is early for u in block.m)
+        for block in (model.backbone.stage4[1], model.backbone.stage5[1],
+                      model.neck.top4, model.neck.out3, model.neck.out4):
+            assert all(isinstance(u, C3k) for u in block.m)
+        (unit,) = model.neck.out5.m
+        assert isinstance(unit[0], Bottleneck) and isinstance(unit[1], PSABlock)
 
 
 def test_sppf_residual_when_channels_match() -> None:

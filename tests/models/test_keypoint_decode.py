@@ -8,6 +8,7 @@ the deployed graph (BatchNorm folded) against decode of the eval-mode model.
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -35,13 +36,12 @@ def model(spec):
     return calibrate_batchnorm(m, torch.rand(2, 3, 128, 128, generator=torch.Generator().manual_seed(1)))
 
 
-def _expected_points(anchor_xy, stride, kpts, sigma):
-    """Points of one anchor, written out per point: ``[ax + rx * s, ay + ry * s, 1 - (sig(sx) + sig(sy)) / 2]``."""
+def _expected_points(anchor_xy, stride, kpts):
+    """Points of one anchor, written out per point: ``[ax + rx * s, ay + ry * s, 1 / (1 + exp(-v))]``
+    from the raw rows ``(rx, ry, v)`` (v the visibility logit); the sigmas do not score a point."""
     out = []
-    for (rx, ry), (sx, sy) in zip(kpts.tolist(), sigma.tolist(), strict=True):
-        sig_x = 1.0 / (1.0 + torch.exp(torch.tensor(-sx, dtype=torch.float64)).item())
-        sig_y = 1.0 / (1.0 + torch.exp(torch.tensor(-sy, dtype=torch.float64)).item())
-        out.append([anchor_xy[0] + rx * stride, anchor_xy[1] + ry * stride, 1.0 - (sig_x + sig_y) / 2.0])
+    for rx, ry, v in kpts.tolist():
+        out.append([anchor_xy[0] + rx * stride, anchor_xy[1] + ry * stride, 1.0 / (1.0 + math.exp(-v))])
     return torch.tensor(out, dtype=torch.float64)
 
 
@@ -63,7 +63,7 @@ def _hand_made_outputs():
         return {
             "boxes": torch.full((2, 6, 4), 0.1, dtype=torch.float64),  # tiny boxes: no two overlap
             "logits": logits + shift,
-            "kpts": torch.randn(2, 6, K, 2, generator=g, dtype=torch.float64),
+            "kpts": torch.randn(2, 6, K, 3, generator=g, dtype=torch.float64),
             "kpt_sigma": torch.randn(2, 6, K, 2, generator=g, dtype=torch.float64),
         }
 
@@ -85,19 +85,41 @@ def test_hand_made_outputs_give_each_row_the_points_of_its_anchor(spec, path):
             anchor = out["anchors"][a].tolist()
             stride = float(out["strides"][a])
             torch.testing.assert_close(det.rows[b, row, 4].item(), float(branch["logits"][b, a, 0].sigmoid()))
-            expected = _expected_points(anchor, stride, branch["kpts"][b, a], branch["kpt_sigma"][b, a])
+            expected = _expected_points(anchor, stride, branch["kpts"][b, a])
             torch.testing.assert_close(det.keypoints[b, row], expected, rtol=0, atol=1e-12)
         assert (det.keypoints[b, len(kept):] == 0).all()  # padding rows carry no points
     one = det[1]
     assert one.rows.shape == (300, 6) and one.keypoints.shape == (300, K, 3)
 
 
-def test_model_outputs_have_both_keypoint_stems_on_both_branches(model):
+@pytest.mark.parametrize(("variant", "k", "hidden"), [
+    ("n", 17, 85),  # the published yolo26n-pose: cv4.<l>.0 has 85 = 5 K channels (N3 64 // 4 = 16 is below)
+    ("x", 17, 96),  # the published yolo26x-pose: 96 = N3 384 // 4 (above 5 K)
+    ("n", K, 35),
+])
+def test_one_keypoint_tower_feeds_the_rows_and_the_sigmas(spec, variant, k, hidden):
+    cfg = spec.config_model(variant=variant)
+    with torch.device("meta"):
+        m = spec.build_model(cfg=cfg, num_classes=1, meta={"num_keypoints": k})
+    for branch in (m.head.o2m, m.head.o2o):
+        assert [n for n in branch.stems] == ["boxes", "logits", "kpts"]
+        stem = branch.stems["kpts"]
+        for tower in stem.levels:  # two 3x3 Conv at the hidden width
+            assert [(u.conv.out_channels, u.conv.kernel_size) for u in tower] == [(hidden, (3, 3))] * 2
+        assert [c.out_channels for c in stem.outputs["kpts"]] == [3 * k] * 3
+        assert [c.out_channels for c in stem.outputs["kpt_sigma"]] == [2 * k] * 3
+        assert all(c.in_channels == hidden for convs in stem.outputs.values() for c in convs)
+    # the residual density (6 coupling layers, each an s and a t net) is the model's, outside the head
+    flow = m.aux["flow"]
+    assert len(flow.s) == len(flow.t) == 6
+
+
+def test_model_outputs_have_both_keypoint_outputs_on_both_branches(model):
     with torch.no_grad():
         out = model(torch.rand(1, 3, 96, 128))
     a = 12 * 16 + 6 * 8 + 3 * 4
     for branch in ("o2m", "o2o"):
-        assert out[branch]["kpts"].shape == (1, a, K, 2)
+        assert out[branch]["kpts"].shape == (1, a, K, 3)  # x, y offsets and the visibility logit
         assert out[branch]["kpt_sigma"].shape == (1, a, K, 2)
     assert out["o2o"]["kpts"].std() > 0.01  # calibrated: distinct per-anchor values
 
@@ -119,7 +141,7 @@ def test_model_decode_gathers_the_kept_anchor_points(spec, model, path):
             anchor = int(dist.argmin())
             assert dist[anchor] < 1e-4 and (dist < 1e-4).sum() == 1  # the box names one anchor
             expected = _expected_points(out["anchors"][anchor].double().tolist(), float(out["strides"][anchor]),
-                                        branch["kpts"][b, anchor].double(), branch["kpt_sigma"][b, anchor].double())
+                                        branch["kpts"][b, anchor].double())
             torch.testing.assert_close(det.keypoints[b, row].double(), expected, rtol=1e-5, atol=1e-4)
             assert ((det.keypoints[b, row, :, 2] >= 0) & (det.keypoints[b, row, :, 2] <= 1)).all()
         assert (det.keypoints[b, ~valid] == 0).all()  # padding rows carry no points
@@ -170,4 +192,4 @@ def test_explicit_count_must_match_the_data(spec):
     # agreeing, or no data to contradict it: the explicit K sizes the stems
     for meta in ({"num_keypoints": 5}, {}):
         m = spec.build_model(cfg=cfg, num_classes=1, meta=meta)
-        assert m.head.o2o(m.features(torch.rand(1, 3, 64, 64)))["kpts"].shape[-2:] == (5, 2)
+        assert m.head.o2o(m.features(torch.rand(1, 3, 64, 64)))["kpts"].shape[-2:] == (5, 3)

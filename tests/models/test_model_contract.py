@@ -63,8 +63,8 @@ def test_branches_have_separate_weights(nano) -> None:
 def test_class_bias_starts_at_prior_one_percent(nano) -> None:
     prior = -math.log((1 - 0.01) / 0.01)
     for branch in (nano.head.o2m, nano.head.o2o):
-        for tower in branch.stems["logits"].levels:
-            torch.testing.assert_close(tower[-1].bias, torch.full((7,), prior))
+        for conv in branch.stems["logits"].outputs["logits"]:  # one 1x1 output conv per level
+            torch.testing.assert_close(conv.bias, torch.full((7,), prior))
 
 
 def test_gradients_reach_the_stem_from_both_branches(nano) -> None:
@@ -73,15 +73,36 @@ def test_gradients_reach_the_stem_from_both_branches(nano) -> None:
     out = nano(torch.rand(2, 3, 64, 64))
     (out["o2m"]["logits"].sum() + out["o2o"]["boxes"].sum()).backward()
     assert nano.backbone.stem[0].conv.weight.grad.abs().sum() > 0
-    assert nano.head.o2m.stems["logits"].levels[0][0].conv.weight.grad is not None
-    assert nano.head.o2o.stems["logits"].levels[0][0].conv.weight.grad is None  # o2o logits not in the loss
+    # levels[0][0][0]: the depthwise conv of the class tower's first separable unit at P3
+    assert nano.head.o2m.stems["logits"].levels[0][0][0].conv.weight.grad is not None
+    assert nano.head.o2o.stems["logits"].levels[0][0][0].conv.weight.grad is None  # o2o logits not in the loss
 
 
-def test_stem_hidden_width_is_shared_and_follows_finest_level() -> None:
-    model = create_model("s")
-    c3 = model.neck.out_channels[0]
-    for tower in model.head.o2o.stems["boxes"].levels:
-        assert tower[1].conv.out_channels == max(16, c3 // 3)
+@pytest.mark.parametrize(("variant", "num_classes", "box_hidden", "class_hidden"), [
+    # the published layouts (80 classes): yolo26s cv2.<l>.0 has 32 channels, cv3.<l>.0.1 has 128;
+    # yolo26n cv2 16 (the floor), cv3 80 (min(nc, 100) above N3's 64); yolo26x cv2 96, cv3 384
+    ("s", 80, 32, 128),
+    ("n", 80, 16, 80),
+    ("x", 80, 96, 384),
+    # the rules at another class count: boxes max(16, C3 // 4), classes max(C3, min(nc, 100))
+    ("n", 7, 16, 64),
+    ("s", 150, 32, 128),
+    ("n", 150, 16, 100),
+])
+def test_stem_hidden_width_is_shared_and_follows_finest_level(
+    variant: str, num_classes: int, box_hidden: int, class_hidden: int
+) -> None:
+    with torch.device("meta"):
+        model = create_model(variant, num_classes=num_classes)
+    for tower in model.head.o2o.stems["boxes"].levels:  # two 3x3 Conv
+        assert [unit.conv.out_channels for unit in tower] == [box_hidden, box_hidden]
+        assert tower[0].conv.kernel_size == tower[1].conv.kernel_size == (3, 3)
+    for c, tower in zip(model.neck.out_channels, model.head.o2o.stems["logits"].levels, strict=True):
+        # two separable units: depthwise 3x3 at the unit's input width, then a 1x1 Conv to the hidden width
+        assert [(unit[0].conv.groups, unit[1].conv.out_channels) for unit in tower] == [
+            (c, class_hidden), (class_hidden, class_hidden)
+        ]
+    assert [conv.in_channels for conv in model.head.o2o.stems["boxes"].outputs["boxes"]] == [box_hidden] * 3
 
 
 def test_list_models_filters_by_pattern() -> None:

@@ -21,9 +21,23 @@ def test_outputs_and_shapes(model):
     a = (16 * 12) + (8 * 6) + (4 * 3)
     for branch in ("o2m", "o2o"):
         assert out[branch]["coeffs"].shape == (2, a, 32)
-        assert out[branch]["coeffs"].abs().max() <= 1.0  # tanh
     assert out["protos"].shape == (2, 32, 32, 24)  # stride 4
     assert out["semantic"].shape == (2, 3, 16, 12)  # stride 8, one map per class
+
+
+def test_coefficients_are_the_raw_output_conv_values():
+    """The published layout applies no activation to the coefficients (no tanh): a constant output conv
+    of bias 3 gives coefficients of exactly 3 (tanh would give 0.995)."""
+    torch.manual_seed(0)
+    m = segment_hooks.build_model(SegmentModelConfig(variant="n"), num_classes=3).eval()
+    for branch in (m.head.o2m, m.head.o2o):
+        for conv in branch.stems["coeffs"].outputs["coeffs"]:
+            torch.nn.init.zeros_(conv.weight)
+            torch.nn.init.constant_(conv.bias, 3.0)
+    with torch.no_grad():
+        out = m(torch.rand(1, 3, 64, 64))
+    for branch in ("o2m", "o2o"):
+        assert torch.equal(out[branch]["coeffs"], torch.full_like(out[branch]["coeffs"], 3.0))
 
 
 def test_decode_gathers_the_kept_rows_coefficients(model):
@@ -48,8 +62,8 @@ def test_decode_gathers_the_kept_rows_coefficients(model):
 def test_deploy_keeps_prototypes_and_drops_the_semantic_head(model):
     deployed = segment_hooks.deploy(model)
     assert deployed.output_names == ("detections", "coeffs", "protos")
-    assert deployed.extras["protos"].semantic is None
-    assert model.extras["protos"].semantic is not None  # the trained model is untouched
+    assert deployed.extras["protos"].semseg is None
+    assert model.extras["protos"].semseg is not None  # the trained model is untouched
     x = torch.rand(1, 3, 64, 64)
     dets, coeffs, protos = deployed(x)
     ref = segment_hooks.decode(model(x), "e2e")
@@ -81,3 +95,24 @@ def test_every_parameter_gets_a_gradient_from_the_objective():
     total.backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
     assert not missing, missing[:10]
+
+
+@pytest.mark.parametrize(("variant", "c3", "c4", "c5", "coeff_hidden"), [
+    ("n", 64, 128, 256, 32),  # the published yolo26n-seg: proto.* at 64 channels, cv4 towers at max(32, 64 // 4)
+    ("x", 384, 768, 768, 96),  # the published yolo26x-seg: proto.* at 384, cv4 towers at 384 // 4
+])
+def test_prototype_and_coefficient_layout_is_the_published_one(variant, c3, c4, c5, coeff_hidden):
+    with torch.device("meta"):
+        m = segment_hooks.build_model(SegmentModelConfig(variant=variant), num_classes=80)
+    p = m.extras["protos"]
+    assert [c.conv.in_channels for c in p.feat_refine] == [c4, c5]
+    assert [c.conv.out_channels for c in p.feat_refine] == [c3, c3]
+    assert (p.feat_fuse.conv.kernel_size, p.feat_fuse.conv.out_channels) == ((3, 3), c3)
+    assert (p.cv1.conv.kernel_size, p.cv1.conv.out_channels) == ((3, 3), c3)
+    assert isinstance(p.upsample, torch.nn.ConvTranspose2d)
+    assert (p.upsample.kernel_size, p.upsample.stride, p.upsample.out_channels) == ((2, 2), (2, 2), c3)
+    assert (p.cv2.conv.kernel_size, p.cv3.conv.kernel_size, p.cv3.conv.out_channels) == ((3, 3), (1, 1), 32)
+    assert [type(x).__name__ for x in p.semseg] == ["Conv", "Conv", "Conv2d"] and p.semseg[2].out_channels == 80
+    assert p.train_only == ("semseg",)
+    for tower in m.head.o2o.stems["coeffs"].levels:
+        assert [u.conv.out_channels for u in tower] == [coeff_hidden, coeff_hidden]
