@@ -71,7 +71,8 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
     meta = dict(lucid.get("dataset_meta") or {})
     model = spec.build_model(cfg=cfg.model, num_classes=num_classes, meta=meta)
     state = {k.removeprefix("model."): v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-    used_ema = False
+    # a published file's weights are its publisher's EMA average (the release format keeps only those)
+    used_ema = isinstance(lucid.get("source"), dict)
     if ema and isinstance(ckpt.get("lucid_ema"), dict):
         state.update(ckpt["lucid_ema"]["shadow"])
         used_ema = True

@@ -3,11 +3,9 @@
 A rotated prediction is the axis-aligned ltrb of detection measured in the
 box's own frame plus one angle per anchor:
 
-- ``theta = (sigmoid(raw_angle) - 1/4) * pi`` lies in ``(-pi/4, 3pi/4)``, the
-  canonical range itself. Every orientation stays reachable away from the
-  sigmoid's flat ends, because a box is both ``(w, h, phi)`` and
-  ``(h, w, phi + pi/2)`` and one of ``phi``, ``phi + pi/2`` (mod pi) lies in
-  ``[0, pi/2]``, the middle of the range (docs/decisions/obb.md);
+- ``theta = raw_angle`` in radians, unbounded: the published YOLO26 layout's
+  angle (its weights decode so; docs/decisions/obb.md). The angle term's
+  ``sin^2(2 d)`` is periodic, so an unbounded angle costs nothing in training;
 - ``w = (l + r) * s`` and ``h = (t + b) * s``; the centre is the anchor plus
   the ltrb offset ``((r - l) / 2, (b - t) / 2) * s`` turned by ``theta`` (the
   four distances are the box's, not the image's);
@@ -31,8 +29,8 @@ THETA_LO = -math.pi / 4
 
 
 def raw_to_angle(raw: Tensor) -> Tensor:
-    """``(..., 1)`` raw angle logits -> ``(..., 1)`` radians in ``(-pi/4, 3pi/4)``."""
-    return (raw.sigmoid() - 0.25) * math.pi
+    """``(..., 1)`` raw angle -> ``(..., 1)`` radians: the head predicts the angle itself (the published layout)."""
+    return raw
 
 
 def canonicalize_rboxes(rboxes: Tensor) -> Tensor:
@@ -54,7 +52,7 @@ def ltrb_angle_to_rbox(raw_ltrb: Tensor, raw_angle: Tensor, anchors: Tensor, str
 
     Args:
         raw_ltrb: ``(B, A, 4)`` raw ``l, t, r, b`` in stride units (the box frame).
-        raw_angle: ``(B, A, 1)`` raw angle logits.
+        raw_angle: ``(B, A, 1)`` raw angle (radians).
         anchors: ``(A, 2)`` anchor centres px.
         strides: ``(A,)`` anchor strides.
 
