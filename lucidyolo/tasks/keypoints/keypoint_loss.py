@@ -151,7 +151,8 @@ class KeypointTerm(nn.Module):
         kpt = self._kpt(pred, gt, raw_sigma[b_idx, a_idx], size, visible)
         oks = self._oks(pred, gt, size, visible)
         kvis = F.binary_cross_entropy_with_logits(rows[..., 2], visible.float(), reduction="sum")
-        return {"kpt": kpt, "oks": oks, "kvis": kvis / global_normaliser(visible.new_tensor(visible.numel()))}
+        pairs = visible.new_full((), visible.numel(), dtype=torch.float32)  # N K (a bool tensor would be 1)
+        return {"kpt": kpt, "oks": oks, "kvis": kvis / global_normaliser(pairs)}
 
     def _kpt(self, pred: Tensor, gt: Tensor, raw_sigma: Tensor, size: Tensor, visible: Tensor) -> Tensor:
         """Mean RLE / Laplace NLL over the visible (positive, point) pairs."""
