@@ -1,5 +1,7 @@
 """KeypointTerm: hand cases, a per-point loop reference, masking, grad paths, dtype and the shared flow.
 
+``kpts`` rows are ``(x, y, visibility logit)`` (the published layout); ``kvis`` is the visibility BCE.
+
 The loop reference below is written independently of the vectorised term: a
 Python loop over positives and points on plain floats (``math``), calling the
 flow on one point at a time.
@@ -49,10 +51,12 @@ def _hand_case() -> dict:
              L = 0 + 1 + 2 ln 2 + 2 ln 0.5 = 1
     point 2: absent (its gt and raw values are garbage).
     laplace_nll kpt = (0.7 - ln 2 + 1) / 2.
+    visibility logits (0, ln 3, ln 3) against targets (1, 1, 0): BCE = -ln(1/2), -ln(3/4), -ln(1/4)
+             kvis = (ln 2 + ln(4/3) + ln 4) / 3 = ln(32/3) / 3 (mean over the N K = 3 pairs).
     """
-    kpts = torch.zeros(1, 3, 3, 2)
-    kpts[0, 0] = torch.tensor([[0.5, -0.25], [0.0, 0.0], [3.0, 3.0]])
-    kpts[0, 1:] = torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(0))
+    kpts = torch.zeros(1, 3, 3, 3)
+    kpts[0, 0] = torch.tensor([[0.5, -0.25, 0.0], [0.0, 0.0, LN3], [3.0, 3.0, LN3]])
+    kpts[0, 1:] = torch.randn(2, 3, 3, generator=torch.Generator().manual_seed(0))
     sigma = torch.zeros(1, 3, 3, 2)
     sigma[0, 0] = torch.tensor([[-LN3, 0.0], [0.0, 0.0], [5.0, 5.0]])
     sigma[0, 1:] = 2.0
@@ -83,7 +87,29 @@ def test_laplace_nll_hand_case():
     out = _call(KeypointTerm(3, kind="laplace_nll"), _hand_case())
     expected = (0.7 - LN2 + 1.0) / 2.0  # 0.853426
     assert out["kpt"].item() == pytest.approx(expected, abs=1e-6)
-    assert out["kpt"].shape == () and out["oks"].shape == ()
+    assert out["kpt"].shape == () and out["oks"].shape == () and out["kvis"].shape == ()
+
+
+def test_visibility_bce_hand_case():
+    out = _call(KeypointTerm(3, kind="laplace_nll"), _hand_case())
+    assert out["kvis"].item() == pytest.approx(math.log(32.0 / 3.0) / 3.0, abs=1e-6)  # 0.788986
+    assert out["kvis"].dtype == torch.float32
+
+
+def test_visibility_bce_is_a_mean_over_positive_point_pairs():
+    """Two positives on GT 0 (visibility 2, 1, 0) with logits 0: every pair costs ln 2, so the mean is ln 2 however
+    many pairs; the second positive's logits (ln 3 on its absent point: ln 4) move the mean by (ln 4 - ln 2) / 6."""
+    case = _hand_case()
+    kpts = case["kpts"].clone()
+    kpts[0, 0, :, 2] = 0.0
+    kpts[0, 1, :, 2] = 0.0
+    fg, gt_index = torch.tensor([[True, True, False]]), torch.tensor([[0, 0, 1]])
+    term = KeypointTerm(3, kind="laplace_nll")
+    out = _call(term, case, kpts=kpts, fg=fg, gt_index=gt_index)
+    assert out["kvis"].item() == pytest.approx(LN2, abs=1e-6)
+    kpts[0, 1, 2, 2] = LN3
+    out = _call(term, case, kpts=kpts, fg=fg, gt_index=gt_index)
+    assert out["kvis"].item() == pytest.approx(LN2 + (math.log(4.0) - LN2) / 6.0, abs=1e-6)
 
 
 def test_rle_is_laplace_minus_mean_flow_log_density():
@@ -119,7 +145,7 @@ def test_oks_is_zero_for_a_perfect_prediction():
     case = _hand_case()
     gt = case["targets"]["keypoints"][0, 0]  # (K, 2)
     kpts = case["kpts"].clone()
-    kpts[0, 0] = (gt - case["anchors"][0]) / case["strides"][0]
+    kpts[0, 0, :, :2] = (gt - case["anchors"][0]) / case["strides"][0]
     out = _call(KeypointTerm(3), case, kpts=kpts)
     assert out["oks"].item() == pytest.approx(0.0, abs=1e-7)
 
@@ -136,9 +162,12 @@ def test_invisible_points_do_not_matter():
         out = _call(term, case, targets=targets, kpts=kpts, kpt_sigma=sigma)
         torch.testing.assert_close(out["kpt"], base["kpt"], atol=0, rtol=0)
         torch.testing.assert_close(out["oks"], base["oks"], atol=0, rtol=0)
-        (out["kpt"] + out["oks"]).backward()
+        torch.testing.assert_close(out["kvis"], base["kvis"], atol=0, rtol=0)
+        (out["kpt"] + out["oks"] + out["kvis"]).backward()
         assert torch.isfinite(kpts.grad).all() and torch.isfinite(sigma.grad).all()
-        assert kpts.grad[0, 0, 2].abs().sum() == 0 and sigma.grad[0, 0, 2].abs().sum() == 0
+        assert kpts.grad[0, 0, 2, :2].abs().sum() == 0 and sigma.grad[0, 0, 2].abs().sum() == 0
+        # an absent point is still a visibility target (0): its logit is trained towards "absent"
+        assert kpts.grad[0, 0, 2, 2] > 0
 
 
 def test_background_anchors_do_not_matter():
@@ -154,7 +183,8 @@ def test_background_anchors_do_not_matter():
     out = _call(term, case, kpts=kpts, kpt_sigma=sigma, gt_index=torch.tensor([[0, 0, 0]]))
     torch.testing.assert_close(out["kpt"], base["kpt"], atol=0, rtol=0)
     torch.testing.assert_close(out["oks"], base["oks"], atol=0, rtol=0)
-    (out["kpt"] + out["oks"]).backward()
+    torch.testing.assert_close(out["kvis"], base["kvis"], atol=0, rtol=0)
+    (out["kpt"] + out["oks"] + out["kvis"]).backward()
     assert kpts.grad[0, 1:].abs().sum() == 0 and sigma.grad[0, 1:].abs().sum() == 0
 
 
@@ -189,7 +219,7 @@ def _random_case(seed: int = 0, batch: int = 2, anchors: int = 20, slots: int = 
     gt_index = torch.randint(0, slots, (batch, anchors), generator=g)
     gt_index[1, 2] = 2
     return {
-        "kpts": torch.randn(batch, anchors, k, 2, generator=g),
+        "kpts": torch.randn(batch, anchors, k, 3, generator=g),
         "kpt_sigma": torch.randn(batch, anchors, k, 2, generator=g),
         "fg": fg,
         "gt_index": gt_index,
@@ -200,9 +230,14 @@ def _random_case(seed: int = 0, batch: int = 2, anchors: int = 20, slots: int = 
     }
 
 
-def _loop_reference(case: dict, flow: RealNVP2D | None, sigmas: list[float]) -> tuple[float, float]:
+def _softplus(x: float) -> float:
+    return math.log1p(math.exp(-abs(x))) + max(x, 0.0)
+
+
+def _loop_reference(case: dict, flow: RealNVP2D | None, sigmas: list[float]) -> tuple[float, float, float]:
     t = case["targets"]
     total, pairs, oks_total, oks_count = 0.0, 0, 0.0, 0
+    bce_total, bce_pairs = 0.0, 0
     batch, num_anchors = case["fg"].shape
     for b in range(batch):
         for a in range(num_anchors):
@@ -215,6 +250,9 @@ def _loop_reference(case: dict, flow: RealNVP2D | None, sigmas: list[float]) -> 
             ax, ay = case["anchors"][a].tolist()
             oks_sum, num_visible = 0.0, 0
             for j in range(case["kpts"].shape[2]):
+                logit = float(case["kpts"][b, a, j, 2])  # BCE = softplus(-l) for a labelled point, softplus(l) else
+                bce_total += _softplus(-logit) if float(t["visibility"][b, g, j]) > 0 else _softplus(logit)
+                bce_pairs += 1
                 if float(t["visibility"][b, g, j]) == 0.0:
                     continue
                 px = ax + float(case["kpts"][b, a, j, 0]) * stride
@@ -235,7 +273,7 @@ def _loop_reference(case: dict, flow: RealNVP2D | None, sigmas: list[float]) -> 
             if num_visible:
                 oks_total += 1.0 - oks_sum / num_visible
                 oks_count += 1
-    return total / max(pairs, 1), oks_total / max(oks_count, 1)
+    return total / max(pairs, 1), oks_total / max(oks_count, 1), bce_total / max(bce_pairs, 1)
 
 
 @pytest.mark.parametrize("kind", ["rle", "laplace_nll"])
@@ -246,9 +284,10 @@ def test_matches_loop_reference(kind, seed):
     if kind == "rle":
         _randomise_flow(term, seed)
     out = _call(term, case)
-    kpt, oks = _loop_reference(case, term.flow, case["sigmas"])
+    kpt, oks, kvis = _loop_reference(case, term.flow, case["sigmas"])
     assert out["kpt"].item() == pytest.approx(kpt, rel=1e-4, abs=1e-4)
     assert out["oks"].item() == pytest.approx(oks, rel=1e-4, abs=1e-5)
+    assert out["kvis"].item() == pytest.approx(kvis, rel=1e-5, abs=1e-6)
     assert 0.0 < oks < 1.0
 
 
@@ -258,7 +297,8 @@ def test_gradients_reach_kpts_sigma_and_flow():
     kpts = case["kpts"].clone().requires_grad_()
     sigma = case["kpt_sigma"].clone().requires_grad_()
     out = _call(term, case, kpts=kpts, kpt_sigma=sigma)
-    (out["kpt"] + out["oks"]).backward()
+    (out["kpt"] + out["oks"] + out["kvis"]).backward()
+    assert kpts.grad[..., 2][case["fg"]].abs().min() > 0  # every positive's visibility logits
     for name, grad in (("kpts", kpts.grad), ("kpt_sigma", sigma.grad)):
         assert grad is not None and torch.isfinite(grad).all(), name
         assert grad[case["fg"]].abs().sum() > 0, name
@@ -274,9 +314,9 @@ def test_zero_positives_give_differentiable_zeros(kind):
     kpts = case["kpts"].clone().requires_grad_()
     sigma = case["kpt_sigma"].clone().requires_grad_()
     out = _call(term, case, kpts=kpts, kpt_sigma=sigma, fg=torch.zeros(1, 3, dtype=torch.bool))
-    assert out["kpt"].item() == 0.0 and out["oks"].item() == 0.0
-    assert out["kpt"].requires_grad and out["oks"].requires_grad
-    (out["kpt"] + out["oks"]).backward()
+    assert out["kpt"].item() == 0.0 and out["oks"].item() == 0.0 and out["kvis"].item() == 0.0
+    assert out["kpt"].requires_grad and out["oks"].requires_grad and out["kvis"].requires_grad
+    (out["kpt"] + out["oks"] + out["kvis"]).backward()
     assert kpts.grad is not None and kpts.grad.abs().sum() == 0
     assert sigma.grad is not None and sigma.grad.abs().sum() == 0
 
@@ -286,6 +326,8 @@ def test_positives_without_visible_points_give_zeros():
     targets = {**case["targets"], "visibility": torch.zeros(1, 2, 3)}
     out = _call(KeypointTerm(3), case, targets=targets)
     assert out["kpt"].item() == 0.0 and out["oks"].item() == 0.0
+    # every point a visibility target 0: logits (0, ln 3, ln 3) cost (ln 2 + ln 4 + ln 4) / 3 = 5 ln 2 / 3
+    assert out["kvis"].item() == pytest.approx(5.0 * LN2 / 3.0, abs=1e-6)
 
 
 class _Float64Spy(TorchDispatchMode):
@@ -310,8 +352,8 @@ def test_float32_only(kind):
     kpts = case["kpts"].clone().requires_grad_()
     with _Float64Spy() as spy:
         out = _call(term, case, kpts=kpts)
-        (out["kpt"] + out["oks"]).backward()
-    assert out["kpt"].dtype == torch.float32 and out["oks"].dtype == torch.float32
+        (out["kpt"] + out["oks"] + out["kvis"]).backward()
+    assert out["kpt"].dtype == torch.float32 and out["oks"].dtype == torch.float32 and out["kvis"].dtype == torch.float32
     assert torch.float32 in spy.dtypes
     assert torch.float64 not in spy.dtypes, spy.dtypes
 
@@ -321,12 +363,14 @@ def test_half_precision_inputs_under_autocast_give_float32():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = _call(KeypointTerm(4), case, kpts=case["kpts"].bfloat16(), kpt_sigma=case["kpt_sigma"].bfloat16())
     assert out["kpt"].dtype == torch.float32 and out["oks"].dtype == torch.float32
-    assert torch.isfinite(out["kpt"]) and torch.isfinite(out["oks"])
+    assert out["kvis"].dtype == torch.float32
+    assert torch.isfinite(out["kpt"]) and torch.isfinite(out["oks"]) and torch.isfinite(out["kvis"])
 
 
 def test_configuration():
-    rle, lap = KeypointTerm(5), KeypointTerm(5, kind="laplace_nll", keypoint_gain=2.0, oks_gain=0.5)
-    assert rle.gains == {"kpt": 1.0, "oks": 0.0} and lap.gains == {"kpt": 2.0, "oks": 0.5}
+    rle = KeypointTerm(5)
+    lap = KeypointTerm(5, kind="laplace_nll", keypoint_gain=2.0, oks_gain=0.5, visibility_gain=0.25)
+    assert rle.gains == {"kpt": 1.0, "oks": 0.0, "kvis": 1.0} and lap.gains == {"kpt": 2.0, "oks": 0.5, "kvis": 0.25}
     torch.testing.assert_close(rle.oks_sigmas, torch.full((5,), 0.072))
     assert sum(isinstance(m, RealNVP2D) for m in rle.modules()) == 1
     assert sum(isinstance(m, RealNVP2D) for m in lap.modules()) == 0
@@ -355,7 +399,7 @@ def test_one_flow_shared_by_both_branches_in_the_criterion():
         return {
             "boxes": torch.rand(1, a, 4, generator=g) * 2 + 0.5,
             "logits": torch.randn(1, a, 2, generator=g) - 3,
-            "kpts": torch.randn(1, a, k, 2, generator=g).requires_grad_(),
+            "kpts": torch.randn(1, a, k, 3, generator=g).requires_grad_(),
             "kpt_sigma": torch.randn(1, a, k, 2, generator=g).requires_grad_(),
         }
 
@@ -364,7 +408,7 @@ def test_one_flow_shared_by_both_branches_in_the_criterion():
     criterion = DetectionCriterion(branch_terms=[term])
     assert sum(isinstance(m, RealNVP2D) for m in criterion.modules()) == 1
     total, terms = criterion(outputs, targets, 0.7)
-    for key in ("o2m/kpt", "o2o/kpt", "o2m/oks", "o2o/oks", "kpt", "oks"):
+    for key in ("o2m/kpt", "o2o/kpt", "o2m/oks", "o2o/oks", "o2m/kvis", "o2o/kvis", "kpt", "oks", "kvis"):
         assert torch.isfinite(terms[key]), key
     assert terms["o2m/kpt"] != terms["o2o/kpt"]
 
@@ -376,3 +420,22 @@ def test_one_flow_shared_by_both_branches_in_the_criterion():
     for gm, g1, g2 in zip(mixed, from_o2m, from_o2o, strict=True):
         torch.testing.assert_close(gm, 0.7 * g1 + 0.3 * g2, atol=1e-5, rtol=1e-4)
     assert all(g.abs().sum() > 0 for g in from_o2o)
+
+
+def test_a_given_flow_is_the_terms_own():
+    """The task hands the model's flow (``model.aux["flow"]``) to the term: one module, trained once."""
+    flow = RealNVP2D()
+    term = KeypointTerm(3, flow=flow)
+    assert term.flow is flow
+    assert KeypointTerm(3, kind="laplace_nll", flow=flow).flow is None  # the control arm has no flow
+
+
+def test_the_task_criterion_reads_the_models_flow():
+    from lucidyolo.tasks.registry import get_task
+
+    spec = get_task("keypoints")
+    cfg = spec.config_model(variant="n")
+    model = spec.build_model(cfg=cfg, num_classes=1, meta={"num_keypoints": 3})
+    criterion = spec.build_criterion(cfg=cfg, num_classes=1, meta={"num_keypoints": 3}, model=model)
+    flows = [m for m in criterion.modules() if isinstance(m, RealNVP2D)]
+    assert flows and all(f is model.aux["flow"] for f in flows)
