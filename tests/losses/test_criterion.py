@@ -34,7 +34,10 @@ def test_no_term_dominates_the_objective_at_init(model) -> None:
 
 
 def test_every_leaf_parameter_receives_a_finite_gradient(model) -> None:
-    images, targets = synthetic_batch(seed=1)
+    # The o2o box towers learn from one-to-one positives only (one anchor per GT): the batch must put such a
+    # positive on each of the three levels, or that level's o2o box tower rightly gets no gradient. Seed 3 does
+    # for this model seed (seed 1 did for the pre-published layout's initialisation).
+    images, targets = synthetic_batch(seed=3)
     model.zero_grad(set_to_none=True)
     total, _ = DetectionCriterion()(model(images), targets, 0.5)
     total.backward()
@@ -42,7 +45,7 @@ def test_every_leaf_parameter_receives_a_finite_gradient(model) -> None:
     assert not missing
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())
     zero = [n for n, p in model.named_parameters() if not p.grad.any()]
-    assert not zero, zero
+    assert not zero, f"no gradient (a level without an o2o positive in this batch?): {zero}"
 
 
 def _hand_outputs(seed: int = 0, size: int = 64, num_classes: int = 3) -> dict:
