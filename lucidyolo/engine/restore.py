@@ -51,6 +51,13 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
             f"{path} is not a lucid checkpoint (no 'lucid' section).",
             fix="Pass a checkpoint written by `lucid fit` (runs/<task>/version_N/checkpoints/*.ckpt).",
         )
+    if int(lucid.get("format", 1)) < 2:
+        raise UserError(
+            f"{path} was written by a lucid release before the published YOLO26 layout (checkpoint format "
+            f"{lucid.get('format', 1)}).",
+            why="the model's layers changed to the published layout's widths; those tensors have other shapes.",
+            fix="use it with the lucid release that trained it (e.g. `lucid export --format onnx` there), or retrain.",
+        )
     raw = dict(lucid["config"])
     num_classes = int(raw.pop("num_classes_resolved"))
     spec = get_task(str(raw["model"]["task"]))

@@ -33,6 +33,10 @@ def _float32(device: torch.device) -> AbstractContextManager[Any]:
         return nullcontext()
 
 
+CHECKPOINT_FORMAT = 2
+"""Version of the model layout in checkpoints: 2 is the published YOLO26 layout (1: lucid before issue 43)."""
+
+
 class TrainingSystem(pl.LightningModule):
     """Train any task's dual-branch model with the progressive dual loss and MuSGD.
 
@@ -234,7 +238,7 @@ class TrainingSystem(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["lucid"] = {
             "config": self.config, "class_names": self.class_names, "dataset_meta": self.dataset_meta,
-            "alpha": float(self.alpha), "format": 1,
+            "alpha": float(self.alpha), "format": CHECKPOINT_FORMAT,
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:

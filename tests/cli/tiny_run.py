@@ -34,7 +34,7 @@ def write_tiny_run(base: Path, task: str = "det") -> tuple[Path, Path]:
     config["num_classes_resolved"] = len(SHAPE_CLASSES)
     ckpt = base / "run.ckpt"
     torch.save({
-        "lucid": {"config": config, "class_names": list(SHAPE_CLASSES), "dataset_meta": {}, "format": 1},
+        "lucid": {"config": config, "class_names": list(SHAPE_CLASSES), "dataset_meta": {}, "format": 2},
         "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
     }, ckpt)
     return ckpt, root

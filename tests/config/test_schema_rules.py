@@ -167,7 +167,7 @@ def edited_obb_run(tmp_path) -> Path:
     (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     torch.save({"epoch": 0, "global_step": 3, "state_dict": {},
                 "lucid": {"config": {**config, "num_classes_resolved": 3}, "class_names": ["a", "b", "c"],
-                          "dataset_meta": {}, "format": 1}},
+                          "dataset_meta": {}, "format": 2}},
                run / "checkpoints" / "last.ckpt")
     return run
 
@@ -197,7 +197,7 @@ def test_restore_brings_a_two_device_obb_checkpoint_to_one_device(tmp_path):
     model = spec.build_model(cfg=spec.run_config.model_validate(_obb_config()).model, num_classes=3, meta={})
     path = tmp_path / "two_devices.ckpt"
     torch.save({"lucid": {"config": {**config, "num_classes_resolved": 3}, "class_names": ["a", "b", "c"],
-                          "dataset_meta": {}, "format": 1},
+                          "dataset_meta": {}, "format": 2},
                 "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}}, path)
     restored = restore(path)
     t = restored.config.trainer

@@ -56,3 +56,16 @@ def test_class_towers_keep_the_width_of_a_source_with_more_classes():
     tower = create_model("n", num_classes=4, class_width=wide.model.class_width).head.o2m.stems["logits"]
     assert tower.outputs["logits"][0].weight.shape == (4, 80, 1, 1)  # 80 wide, 4 rows
     assert create_model("n", num_classes=4).head.o2m.stems["logits"].outputs["logits"][0].weight.shape == (4, 64, 1, 1)
+
+
+def test_a_checkpoint_of_the_layout_before_the_published_one_is_refused_with_the_reason(tmp_path, lucid):
+    """Checkpoint format 1 (lucid before the published layout) through the console script: exit 2, what and why."""
+    from tests.cli.tiny_run import write_tiny_run
+
+    ckpt, root = write_tiny_run(tmp_path)
+    old = torch.load(ckpt, weights_only=True)
+    old["lucid"]["format"] = 1
+    torch.save(old, ckpt)
+    r = lucid("eval", "--checkpoint", str(ckpt), "--data-root", str(root))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "before the published YOLO26 layout" in r.stderr and "Traceback" not in r.stderr
