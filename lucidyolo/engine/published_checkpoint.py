@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from lucidyolo.engine.checkpoint import scan_pickle
+from lucidyolo.engine.pickle_scan import scan_pickle
 from lucidyolo.errors import UserError
 
 PUBLISHER_PACKAGE = "ultralytics"
@@ -276,7 +276,7 @@ class _PublishedUnpickler(pickle.Unpickler):
 def is_published_checkpoint(path: str | Path) -> bool:
     """True when ``path`` is a torch zip whose pickle names a class of the publisher's package.
 
-    Cheap and safe: reads ``data.pkl``'s opcodes (:func:`~lucidyolo.engine.checkpoint.scan_pickle`),
+    Cheap and safe: reads ``data.pkl``'s opcodes (:func:`~lucidyolo.engine.pickle_scan.scan_pickle`),
     unpickles nothing. A poisoned publisher-format file also answers True; reading it is what
     refuses it. Missing, unreadable or non-zip files answer False.
     """
