@@ -180,7 +180,8 @@ class TransferReport:
             key = why.split(":", 1)[0]
             reasons[key] = reasons.get(key, 0) + 1
         skipped = f" (kept fresh: {', '.join(f'{n} {k}' for k, n in sorted(reasons.items()))})" if reasons else ""
-        origin = f"{self.source_task} {self.source_variant}{', EMA' if self.used_ema else ''}"
+        published = f"{self.source_format}: " if self.source_format != "lucid" else ""
+        origin = f"{published}{self.source_task} {self.source_variant}{', EMA' if self.used_ema else ''}"
         return (f"weights: {self.source} ({origin}): {len(self.copied) + len(self.class_rows)} of {total} tensors "
                 f"loaded{skipped}; {self.classes_line()}")
 
