@@ -84,7 +84,8 @@ def published_meta(checkpoint: Any, **_: Any) -> dict[str, Any]:
 
 def transfer_weights(source: Mapping[str, Tensor], target: Mapping[str, Tensor], source_meta: Mapping[str, Any],
                      meta: Mapping[str, Any], **_: Any) -> dict[str, str]:
-    """Keypoint stems of another K start fresh, with that reason; their hidden layers (K-free) copy as usual.
+    """Keypoint stem tensors whose shape depends on K start fresh, with that reason: the rows and sigmas, and the
+    tower where ``5 K`` sets its width (``max(C3 // 4, 5 K)``); the rest copies as usual.
 
     Only a matching K copies the per-keypoint rows: a different K is a different point list
     (e.g. 17 COCO body points vs 7 symbol points), and no names tie points of one to the other.
