@@ -197,7 +197,8 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     done["build_model"] = type(model).__name__
     done["transfer_weights"] = _check_transfer(spec, cfg, model, list(source.class_names), data_meta)
     if spec.build_criterion is not None:
-        criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta=data_meta)
+        # as the engine calls it (engine/build.py): the run's model too (the keypoint criterion reads its flow)
+        criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta=data_meta, model=model)
         total, terms = criterion(outputs, gt, 0.5)
         assert total.ndim == 0 and torch.isfinite(total), f"criterion total must be a finite scalar, got {total}"
         top = {k for k in terms if "/" not in k}  # "branch/term" keys are diagnostics

@@ -135,7 +135,7 @@ def test_contract_check_runs_every_keypoint_hook_and_records_the_protocol_refusa
     from lucidyolo.testing import exercise_hooks
 
     done = exercise_hooks(get_task("pose"), workdir=tmp_path)
-    assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "kpt", "l1", "oks"]
+    assert done["decode"][1:] == (300, 6) and done["build_criterion"] == ["box", "cls", "kpt", "kvis", "l1", "oks"]
     assert "points compared" in done["export.check"] and "flipped and mirrored" in done["augment"]
     # the synthetic symbols have 7 points: COCO's keypoint protocol (17 person sigmas) refuses them
     assert done["evaluate"].startswith("refused: ") and "17 person points" in done["evaluate"]
