@@ -16,23 +16,25 @@ from lucidyolo.structures.rotated_box_coder import (
 )
 
 
-def _logit(p: float) -> float:
-    return math.log(p / (1 - p))
-
-
-def test_angle_range_is_the_canonical_range():
+def test_the_raw_angle_is_the_angle_and_decode_makes_it_canonical():
+    # the published layout's angle: the raw output in radians, unbounded; decode canonicalises the box
     raw = torch.linspace(-30, 30, 101).unsqueeze(-1)
-    theta = raw_to_angle(raw)
-    assert float(theta.min()) >= -math.pi / 4 - 1e-6 and float(theta.max()) <= 3 * math.pi / 4 + 1e-6  # float32
-    assert math.isclose(float(raw_to_angle(torch.zeros(1))), math.pi / 4, rel_tol=1e-6)
+    assert torch.equal(raw_to_angle(raw), raw)
+    a = raw.shape[0]
+    ltrb = torch.tensor([1.0, 1.0, 3.0, 2.0]).expand(1, a, 4)
+    rb = ltrb_angle_to_rbox(ltrb, raw[None], torch.zeros(a, 2), torch.ones(a))[0]
+    theta = rb[:, 4]
+    assert float(theta.min()) >= -math.pi / 4 - 1e-6 and float(theta.max()) < 3 * math.pi / 4 + 1e-6  # float32
+    d = torch.remainder(theta - raw[:, 0], math.pi)  # the same orientation as the raw angle (w > h: no swap)
+    assert bool((torch.minimum(d, math.pi - d) < 1e-4).all())
 
 
 def test_hand_decoded_box():
     # Anchor (100, 50), stride 8, l t r b = 1 1 3 2 -> w = 32, h = 24, centre offset in the
-    # box frame (8, 4) px. theta = pi/2 (sigmoid = 0.75): the offset turns to (-4, 8).
+    # box frame (8, 4) px. theta = pi/2 (the raw angle): the offset turns to (-4, 8).
     # w > h: already canonical, theta pi/2 is inside [-pi/4, 3pi/4).
     raw = torch.tensor([[[1.0, 1.0, 3.0, 2.0]]])
-    angle = torch.tensor([[[_logit(0.75)]]])
+    angle = torch.tensor([[[math.pi / 2]]])
     rb = ltrb_angle_to_rbox(raw, angle, torch.tensor([[100.0, 50.0]]), torch.tensor([8.0]))[0, 0]
     assert torch.allclose(rb, torch.tensor([96.0, 58.0, 32.0, 24.0, math.pi / 2]), atol=1e-4)
 
@@ -40,7 +42,7 @@ def test_hand_decoded_box():
 def test_short_w_is_swapped_to_long_edge_form():
     # l t r b = 1 2 1 2 at stride 1: w = 2, h = 4, theta = 0 -> (4, 2, pi/2).
     raw = torch.tensor([[[1.0, 2.0, 1.0, 2.0]]])
-    angle = torch.tensor([[[_logit(0.25)]]])
+    angle = torch.tensor([[[0.0]]])
     rb = ltrb_angle_to_rbox(raw, angle, torch.zeros(1, 2), torch.ones(1))[0, 0]
     assert torch.allclose(rb, torch.tensor([0.0, 0.0, 4.0, 2.0, math.pi / 2]), atol=1e-5)
 
