@@ -32,6 +32,9 @@ Training (``lucid fit``)
     decoder and metric adapter read.
 
 ``build_criterion(cfg, num_classes, meta) -> torch.nn.Module``
+    The engine also passes ``model=`` (API 2.6), the model ``build_model``
+    returned, for a criterion that reads one of its modules (the keypoint
+    flow); accept it with ``**_``.
     ``criterion(outputs, gt, alpha) -> (total, terms)``: ``gt`` is the padded
     ground truth of :func:`lucidyolo.structures.packed.unpack` (``boxes (B, M,
     4)``, ``labels (B, M)``, ``mask (B, M)`` bool, ``difficult (B, M)``, plus the
@@ -52,6 +55,13 @@ Training (``lucid fit``)
     in network-input pixels, zero-score rows as padding. Validation, the run
     folder's batch pictures and ``lucid predict`` use the first path (unless
     ``--decoder`` names another); ``lucid eval`` scores every path.
+
+``published_meta(checkpoint) -> dict`` (optional, API 2.6)
+    The dataset meta a published YOLO26 checkpoint of one of the task's
+    :attr:`TaskSpec.published_models` implies (the keypoint count from its
+    ``kpt_shape``); ``checkpoint`` is a
+    :class:`~lucidyolo.engine.published_checkpoint.PublishedCheckpoint`
+    (tensors by the publisher's names, class names, image size).
 
 ``inference_view(model, paths, device, fold) -> torch.nn.Module`` (optional, API 2.4)
     The eval-mode, gradient-free copy of a trained ``model`` on ``device``
@@ -220,7 +230,7 @@ from lucidyolo.config.schema import (
     run_config_class,
 )
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 5)
+PLUGIN_API_VERSION: tuple[int, int] = (2, 6)
 """``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -458,7 +468,7 @@ class TaskSpec:
     ``inference_view`` (optional, API 2.4) builds the model ``lucid eval`` and
     ``lucid predict`` run for some of the paths. ``eval_options`` (API 2.4)
     are the task's ``lucid eval --option NAME=VALUE`` switches, passed to
-    ``evaluate`` in ``options``. ``published_models`` (optional) are the
+    ``evaluate`` in ``options``. ``published_models`` (optional, API 2.6) are the
     publisher's top-level model class names of the published YOLO26 checkpoints
     the task reads (``DetectionModel``): ``--model.weights yolo26n.pt`` and
     ``--checkpoint yolo26n.pt`` pick the task by them; ``published_meta(checkpoint)``

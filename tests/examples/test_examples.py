@@ -270,7 +270,7 @@ def test_task_plugin_template_is_found_through_its_entry_point(tmp_path):
     assert listed.returncode == 0, listed.stderr
     row = next(t for t in json.loads(listed.stdout)["tasks"] if t["name"] == "my_task")
     assert row["status"] == "ok" and row["trainable"] is False and row["builtin"] is False, row
-    assert row["distribution"] == dist and row["api_version"] == "2.5"
+    assert row["distribution"] == dist and row["api_version"] == "2.6"
 
     shown = run_lucid("fit", "my_task", "--print-config", "--model.my_loss_gain", "2", env=env)
     assert shown.returncode == 0, shown.stderr

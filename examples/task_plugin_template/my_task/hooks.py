@@ -152,3 +152,9 @@ def inference_view(model: Any, paths: tuple[str, ...], device: Any, fold: bool, 
     ``lucid eval`` / ``lucid predict`` run for ``paths`` (``fold``: BatchNorm folded). Leave it
     out of ``IMPLEMENTED`` and lucid runs a BN-folded copy of the whole model."""
     raise _todo("inference_view")
+
+
+def published_meta(checkpoint: Any, **_: Any) -> dict[str, Any]:
+    """Optional (API 2.6): the dataset meta a published YOLO26 checkpoint of one of ``SPEC.published_models``
+    implies. Leave it out unless your task reads the publisher's files and needs meta from them."""
+    raise _todo("published_meta")
