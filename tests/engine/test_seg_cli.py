@@ -43,7 +43,7 @@ def test_fit_logs_mask_terms_and_metrics(run):
 
     ckpt = torch.load(run["ckpt"], weights_only=True)
     assert ckpt["lucid"]["config"]["model"]["task"] == "seg"
-    assert any(k.endswith("semantic.weight") for k in ckpt["state_dict"])  # trained with the auxiliary head
+    assert any(k.endswith("protos.semseg.2.weight") for k in ckpt["state_dict"])  # trained with the auxiliary head
 
 
 def test_eval_segm_equals_pycocotools_on_the_saved_json(run, lucid):
