@@ -45,6 +45,8 @@ def _fit_tasks() -> list[str]:
 
 
 FIT_TASKS = _fit_tasks()
+EPOCHS = 6
+"""Epochs of the interrupted fits."""
 
 
 def _fit_args(task: str, root: Path, runs: Path, epochs: int) -> tuple[str, ...]:
@@ -74,7 +76,9 @@ def test_fit_stops_on_sigint_and_sigterm_and_resumes_after_sigkill(task, tmp_pat
     run_dir = tmp_path / "runs" / "version_0"
     last = run_dir / "checkpoints" / "last.ckpt"
     resume_line = f"Continue from the last finished epoch with `lucid fit {task} --resume {run_dir}`."
-    rc, _, err = interrupt(_fit_args(task, root, tmp_path / "runs", 4), signal.SIGINT,
+    # 6 epochs: each resumed run must still have epochs to go when its signal lands (with 4, a fast model's
+    # resumed run could reach its last epoch before the SIGTERM and end 0)
+    rc, _, err = interrupt(_fit_args(task, root, tmp_path / "runs", EPOCHS), signal.SIGINT,
                            lambda p: inode(last) is not None, tmp_path)
     check_ending(f"fit {task}", "SIGINT", rc, err, 130, resume_line)
 
@@ -95,9 +99,9 @@ def test_fit_stops_on_sigint_and_sigterm_and_resumes_after_sigkill(task, tmp_pat
     import torch
 
     rows = (run_dir / "results.csv").read_text().strip().splitlines()
-    ok = (r.returncode == 0 and torch.load(last, weights_only=True)["epoch"] == 3 and len(rows) == 5
+    ok = (r.returncode == 0 and torch.load(last, weights_only=True)["epoch"] == EPOCHS - 1 and len(rows) == EPOCHS + 1
           and not _no_temporaries(run_dir))
-    record(f"fit {task}", "SIGKILL, then resume", r.returncode, ok, "resume ends all 4 epochs")
+    record(f"fit {task}", "SIGKILL, then resume", r.returncode, ok, f"resume ends all {EPOCHS} epochs")
     assert ok, (r.returncode, rows, _no_temporaries(run_dir), r.stderr[-3000:])
 
 
