@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def _args(root: Path, runs: Path) -> tuple[str, ...]:
     return (
         "fit", "det", "--data-root", str(root), "--data.img_size", "64", "--data.batch_size", "4",
-        "--trainer.max_epochs", "3", "--model.warmup_epochs", "1", "--model.close_mosaic", "1",
+        "--trainer.max_epochs", "4", "--model.warmup_epochs", "1", "--model.close_mosaic", "1",
         # a named worker: a CPU step gets no automatic workers on a small machine, and the kill must hit a pool
         "--data.num_workers", "1", "--trainer.default_root_dir", str(runs),
     )
@@ -54,14 +54,16 @@ def test_a_sigkilled_run_resumed_in_a_new_process_ends_bit_identical(tmp_path):
         wait_exit(proc, 60)
     finally:
         kill_group(proc)
-    assert torch.load(last, weights_only=True)["epoch"] == 0
+    # an epoch can take ~0.3 s, so the kill may land an epoch later than aimed; what matters is that some
+    # epochs were still to run and that the resumed run ends where the straight one did
+    assert torch.load(last, weights_only=True)["epoch"] < 3
 
     resumed = run_lucid("fit", "det", "--resume", str(last), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
     a = torch.load(tmp_path / "straight" / "version_0" / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(last, weights_only=True)
-    assert a["epoch"] == b["epoch"] == 2 and a["global_step"] == b["global_step"]
+    assert a["epoch"] == b["epoch"] == 3 and a["global_step"] == b["global_step"]
     for k, v in a["state_dict"].items():
         assert torch.equal(v, b["state_dict"][k]), f"weight {k} differs after the resume"
     assert a["lucid_ema"]["updates"] == b["lucid_ema"]["updates"]
