@@ -88,3 +88,21 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         if "realdata" in item.keywords and data is None:
             item.add_marker(skip_data)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The fault matrix's record: with ``LUCID_FAULT_MATRIX_DIR`` set, the cells this process checked.
+
+    Cells are recorded by tests anywhere in the suite (``tests.faults.matrix.record``); each pytest(-xdist)
+    worker writes ``<dir>/<worker>.json`` and ``python -m tests.faults.matrix_table <dir>`` renders or
+    checks ``docs/fault-matrix.md``.
+    """
+    import json
+
+    out = os.environ.get("LUCID_FAULT_MATRIX_DIR")
+    matrix = sys.modules.get("tests.faults.matrix")
+    if not out or matrix is None or not matrix.CELLS:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / f"{worker}.json").write_text(json.dumps(matrix.CELLS, indent=1))
