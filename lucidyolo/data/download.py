@@ -14,6 +14,7 @@ JSON manifest file) for mirrors and tests.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from lucidyolo.errors import DataError, UserError
 
 COCO_BASE_URL = "http://images.cocodataset.org/"
 _CHUNK = 1 << 20
+DEFAULT_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,52 @@ def file_digest(path: Path, algo: str) -> str:
     return h.hexdigest()
 
 
-def fetch(url: str, dest: Path, progress: Callable[[int, int | None], None] | None = None, timeout: float = 60.0) -> Path:
+def download_timeout() -> float:
+    """Seconds a download waits for the server's next bytes: ``LUCIDYOLO_DOWNLOAD_TIMEOUT``, default 60."""
+    text = os.environ.get("LUCIDYOLO_DOWNLOAD_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise UserError(f"LUCIDYOLO_DOWNLOAD_TIMEOUT={text!r} is not a number of seconds above 0.",
+                        fix=f"Set it to e.g. 120, or unset it for the default {DEFAULT_TIMEOUT_S:g} s.")
+    return value
+
+
+def fetch(url: str, dest: Path, progress: Callable[[int, int | None], None] | None = None,
+          timeout: float | None = None) -> Path:
     """Download ``url`` to ``dest`` via ``dest.part``, resuming a partial file.
+
+    ``timeout``: seconds to wait for the server's next bytes (default :func:`download_timeout`); a server
+    that stalls longer ends the download with the partial file kept.
 
     Returns:
         ``dest`` once complete (the ``.part`` is renamed).
 
     Raises:
-        DataError: network or HTTP failure (the ``.part`` stays for a resume).
+        DataError: network or HTTP failure (the ``.part`` stays for a resume; a folder this call made
+            for it is removed again when nothing arrived).
     """
+    timeout = download_timeout() if timeout is None else timeout
     part = dest.with_name(dest.name + ".part")
+    made = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
     dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return _fetch(url, dest, part, progress, timeout)
+    except DataError:
+        if part.exists() and part.stat().st_size == 0:
+            part.unlink()
+        for folder in made:  # innermost first: only the folders this call made, and only while empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _fetch(url: str, dest: Path, part: Path, progress: Callable[[int, int | None], None] | None,
+           timeout: float) -> Path:
     have = part.stat().st_size if part.exists() else 0
     req = urllib.request.Request(url)
     if have:
@@ -128,11 +165,18 @@ def fetch(url: str, dest: Path, progress: Callable[[int, int | None], None] | No
         total = (have + int(length)) if length is not None else None
         try:
             with open(part, mode) as f:
-                for chunk in iter(lambda: resp.read(_CHUNK), b""):
+                for chunk in iter(lambda: resp.read1(_CHUNK), b""):  # read1: what arrived is kept on a stall
                     f.write(chunk)
                     have += len(chunk)
                     if progress is not None:
                         progress(have, total)
+        except TimeoutError:
+            raise DataError(
+                f"Download of {url} stalled: no data for {timeout:g} s after {have} bytes.",
+                why="the server stopped sending.",
+                fix="Run the same command again to resume (the bytes received are kept); set "
+                "LUCIDYOLO_DOWNLOAD_TIMEOUT (seconds) to wait longer.",
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             raise DataError(f"Download of {url} was interrupted ({exc}).", fix="Run the same command again to resume.") from None
     if total is not None and have != total:
@@ -237,7 +281,20 @@ def download_coco(
     bad = [s for s in splits if s not in known]
     if bad or not splits:
         raise UserError(f"Unknown split(s) {bad or splits} for COCO download.", fix=f"Use a comma list of {', '.join(known)}.")
+    made = [p for p in (root, *root.parents) if not p.exists()]
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        return _download(root, manifest, splits, verify, base, keep_archives, say)
+    except UserError:
+        # a failed download leaves no empty folder behind (rmdir refuses a folder that holds anything)
+        for folder in (root / ".downloads", *made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _download(root: Path, manifest: tuple[Archive, ...], splits: tuple[str, ...] | list[str], verify: bool,
+              base: str, keep_archives: bool, say: Callable[[str], None]) -> list[str]:
     status: list[str] = []
     for archive in manifest:
         if not set(archive.splits) & set(splits):

@@ -98,3 +98,45 @@ def test_bad_checksum_is_refused_and_nothing_extracted(tmp_path: Path, server):
 def test_unknown_split_is_a_user_error(tmp_path: Path, server):
     with pytest.raises(Exception, match="Unknown split"):
         download_coco(tmp_path, ["test"], base_url=server.url, manifest=server.manifest)
+
+
+def test_a_failed_download_leaves_no_empty_folders(tmp_path: Path, server):
+    root = tmp_path / "coco"
+    bad = (Archive("zips/val2017.zip", ("val2017",), ("val",), sha256="0" * 64),)
+    with pytest.raises(DataError, match="does not match"):
+        download_coco(root, ["val"], base_url=server.url, manifest=bad)
+    assert not root.exists()  # neither the root this call made nor an empty .downloads/
+    missing = (Archive("zips/nothing.zip", ("val2017",), ("val",), sha256="0" * 64),)
+    root.mkdir()
+    with pytest.raises(DataError, match="HTTP 404"):
+        download_coco(root, ["val"], base_url=server.url, manifest=missing)
+    assert root.is_dir() and list(root.iterdir()) == []  # a root the user made stays
+
+
+def test_a_partial_download_keeps_its_folder(tmp_path: Path):
+    import contextlib
+
+    from lucidyolo.data.download import fetch
+
+    class Stalls(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"x" * 5000)
+            self.wfile.flush()
+            with contextlib.suppress(OSError):
+                self.rfile.read(1)  # until the client gives up and closes
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalls)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    dest = tmp_path / "a" / "b.zip"
+    try:
+        with pytest.raises(DataError, match=r"stalled: no data for 0.5 s after 5000 bytes.*LUCIDYOLO_DOWNLOAD_TIMEOUT"):
+            fetch(f"http://127.0.0.1:{httpd.server_address[1]}/b.zip", dest, timeout=0.5)
+    finally:
+        httpd.shutdown()
+    assert dest.with_name("b.zip.part").stat().st_size == 5000  # kept for the resume
