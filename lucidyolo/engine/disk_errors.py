@@ -59,6 +59,37 @@ def free_space(path: Path) -> str:
     return f"{usage.free / 1e6:.1f} MB free of {usage.total / 1e6:.1f} MB"
 
 
+SPACE_FAULTS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""The faults free space cures; for the others (read-only, forbidden) the free space is beside the point."""
+
+
+def fault_reason(fault: OSError, where: Path) -> str:
+    """Why ``where`` could not take the write, in terms of what the user can change.
+
+    A full disk: the free space. A read-only filesystem: that, not the space. A forbidden write: the
+    owner and mode of the nearest existing folder against this process's user.
+    """
+    if fault.errno in SPACE_FAULTS:
+        return f"{free_space(where)} on its filesystem"
+    if fault.errno == errno.EROFS:
+        return "the filesystem holding it is mounted read-only (its free space does not matter)"
+    folder = Path(where).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        st = folder.stat()
+    except OSError:
+        return "this user may not write there"
+    return (f"{folder} belongs to user {st.st_uid} with mode {st.st_mode & 0o7777:04o}, and this process runs as "
+            f"user {os.geteuid()}")
+
+
+def _cure(fault: OSError, where: Path) -> str:
+    if fault.errno in SPACE_FAULTS:
+        return "free space"
+    return f"make {where} writable"
+
+
 def disk_error(exc: BaseException, run: Any, task: str, path: Path | None = None) -> UserError | None:
     """A :class:`UserError` naming the path, the cause, the free space and the resume command; ``None`` if
     ``exc`` is not a write fault.
@@ -73,14 +104,14 @@ def disk_error(exc: BaseException, run: Any, task: str, path: Path | None = None
     where = Path(fault.filename) if fault.filename else path or (run.path if run is not None else Path.cwd())
     command = run.resume_command(task) if run is not None and not getattr(run, "pending", False) else None
     if command:
-        fix = (f"Nothing is lost: the last finished epoch's checkpoint is intact. Free space or make {where.parent} "
-               f"writable, then continue with `{command}`.")
+        fix = (f"Nothing is lost: the last finished epoch's checkpoint is intact. {_cure(fault, where.parent).capitalize()}, "
+               f"then continue with `{command}`.")
     else:
-        fix = ("No epoch had finished, so there is nothing to resume: free space or make the folder writable (or "
-               "choose another --trainer.default_root_dir), then start the run again.")
+        fix = (f"No epoch had finished, so there is nothing to resume: {_cure(fault, where.parent)} (or choose "
+               "another --trainer.default_root_dir), then start the run again.")
     return UserError(
         f"Cannot write {where}: {WRITE_FAULTS[fault.errno]} ({os.strerror(fault.errno)}).",  # type: ignore[index]
-        why=f"{free_space(where)} on its filesystem; the run stopped where it could not save.",
+        why=f"{fault_reason(fault, where)}; the run stopped where it could not save.",
         fix=fix,
     )
 
@@ -94,8 +125,8 @@ def write_fault_error(exc: BaseException) -> UserError | None:
     verb = "access" if fault.errno in (errno.EACCES, errno.EPERM) else "write"
     return UserError(
         f"Cannot {verb} {where}: {WRITE_FAULTS[fault.errno]} ({os.strerror(fault.errno)}).",  # type: ignore[index]
-        why=f"{free_space(where)} on its filesystem.",
-        fix=("Free space or choose a writable location, then run the command again: the files it had finished "
+        why=f"{fault_reason(fault, where)}.",
+        fix=(f"{_cure(fault, where.parent).capitalize()} or choose another location, then run the command again: the files it had finished "
              "are whole (each is written to a temporary file and renamed) and its inputs were not touched."),
     )
 

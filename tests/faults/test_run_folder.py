@@ -256,6 +256,8 @@ def test_a_read_only_run_root_is_named_and_nothing_is_written(tmp_path):
     assert r.returncode == 2, r.stderr[-3000:]
     assert f"error: Cannot write {runs / 'version_0'}: the filesystem is mounted read-only" in err
     assert "No epoch had finished" in err and "Traceback" not in err
+    assert "mounted read-only (its free space does not matter)" in err and "MB free" not in err
+    assert f"make {runs} writable (or choose another --trainer.default_root_dir)" in err
     assert list(runs.iterdir()) == []
 
 
