@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,7 +43,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, dest)
+            if os.name == "posix":  # renamed while still open and locked: never seen unlocked under its temporary name
+                os.replace(tmp, dest)
+        if os.name != "posix":  # Windows renames no open file
+            os.replace(tmp, dest)
     except BaseException as exc:
         for name in names:
             with contextlib.suppress(FileNotFoundError):
@@ -52,24 +57,115 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
     fsync_dir(dest.parent)
 
 
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """``Path.write_text`` through :func:`atomic_open`: ``path`` holds the old text or the new, never part of it."""
+    with atomic_open(path, "w", encoding=encoding) as f:
+        f.write(text)
+    return Path(path)
+
+
 def _create_temporary(dest: Path, names: list[str]) -> tuple[int, str]:
-    """Create ``.<name>.<random>.tmp`` beside ``dest`` (``O_EXCL``, mode ``0o666`` less the umask).
+    """Create ``.<name>.<random>.tmp`` beside ``dest`` (``O_EXCL``, mode ``0o666`` less the umask), locked.
 
     Each name is appended to ``names`` before the file is created, so a
     signal raised between the ``open`` and the caller's assignment (where
     ``tempfile.mkstemp`` would return a file nobody knows about) still finds
-    it to remove.
+    it to remove. The file is held under an exclusive ``flock`` until it is renamed,
+    which tells :func:`remove_abandoned` that its writer is alive; a file that
+    :func:`remove_abandoned` took between our ``open`` and our lock is given up for another name.
     """
     for _ in range(100):
-        name = str(dest.parent / f".{dest.name}.{secrets.token_hex(6)}.tmp")
+        name = str(dest.parent / f".{dest.name}.{secrets.token_hex(TOKEN_BYTES)}.tmp")
         names.append(name)
         try:
             fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         except FileExistsError:
             names.pop()
             continue
-        return fd, name
+        if _lock(fd) is not False and _same_file(fd, name):
+            return fd, name
+        os.close(fd)  # a cleaner holds it or removed it: it is the cleaner's to remove
+        names.pop()
     raise FileExistsError(f"no free temporary name beside {dest}")
+
+
+TOKEN_BYTES = 6
+TEMPORARY = re.compile(rf"^\.(?P<name>.+)\.[0-9a-f]{{{2 * TOKEN_BYTES}}}\.tmp$")
+"""The name :func:`atomic_open` gives its temporary file: ``.<destination name>.<random hex>.tmp``."""
+
+UNLOCKED_STALE_AFTER_S = 600
+"""Where a file cannot be locked (no ``fcntl``, a filesystem without locks), a temporary untouched this
+long is taken as abandoned: a live atomic write touches its file every few seconds at most."""
+
+
+def _lock(fd: int) -> bool | None:
+    """Take an exclusive ``flock`` on ``fd`` without waiting: True, False (another holds it), None (cannot lock here)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # ENOLCK, EOPNOTSUPP, EBADF (NFS emulates flock with locks that need write access)
+        return None
+    return True
+
+
+def _same_file(fd: int, name: str) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(name)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def temporaries(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
+    """The temporary files of :func:`atomic_open` in ``folder`` whose destination name ``wanted`` accepts."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for entry in os.scandir(folder):
+        match = TEMPORARY.match(entry.name)
+        if match and wanted(match["name"]) and entry.is_file(follow_symlinks=False):
+            found.append(Path(entry.path))
+    return sorted(found)
+
+
+def remove_abandoned(paths: Iterable[Path]) -> tuple[list[Path], int]:
+    """Remove the temporary files among ``paths`` that no live process is writing; returns (those removed, bytes).
+
+    A writer holds its temporary under an exclusive ``flock`` until the rename, and the kernel drops
+    the lock when the writer dies, however it dies (SIGKILL included): a file we can lock is abandoned.
+    Where locks are not available, a file untouched for :data:`UNLOCKED_STALE_AFTER_S` is.
+    """
+    removed: list[Path] = []
+    size = 0
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        except PermissionError:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                continue
+        except OSError:  # gone already (its writer renamed it)
+            continue
+        try:
+            locked = _lock(fd)
+            info = os.fstat(fd)
+            if locked is False or (locked is None and time.time() - info.st_mtime < UNLOCKED_STALE_AFTER_S):
+                continue
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            removed.append(path)
+            size += info.st_size
+        finally:
+            os.close(fd)  # drops our lock
+    return removed, size
 
 
 def fsync_dir(folder: Path) -> None:

@@ -54,6 +54,18 @@ class NotAvailableError(UserError):
     """A command or feature that is not built yet; says so honestly and exits 2."""
 
 
+class RankDied(UserError):
+    """A process of a multi-process run died (killed by a signal, or ended with a code); the run stopped.
+
+    The CLI prints it like any user error but exits with ``exit_code``: ``128 + signal`` of a killed
+    rank (137 for SIGKILL, what the job got before this message existed), else the rank's own code.
+    """
+
+    def __init__(self, what: str, why: str | None = None, fix: str | None = None, exit_code: int = 1) -> None:
+        super().__init__(what, why=why, fix=fix)
+        self.exit_code = exit_code
+
+
 class RunInterrupted(BaseException):
     """SIGINT (Ctrl-C) or SIGTERM stopped a run; the CLI exits ``128 + signum`` with a resume hint.
 

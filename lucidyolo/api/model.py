@@ -343,7 +343,7 @@ class Model:
 
         quiet_known_warnings()
         self._require_checkpoint("predict")
-        check_predict_args(conf)
+        check_predict_args(conf, api=True)
         if batch_size < 1:
             raise UserError(f"Model.predict got batch_size={batch_size}.", fix="Use e.g. batch_size=16.")
         items = image_items(source)
@@ -367,7 +367,7 @@ class Model:
 
         key = (decoder, img_size, device)
         if key not in self._predictors:
-            self._predictors[key] = Predictor(self._require_restored("predict"), decoder, img_size, device)
+            self._predictors[key] = Predictor(self._require_restored("predict"), decoder, img_size, device, api=True)
         return self._predictors[key]
 
     def _field_layout(self, predictor: Predictor, outcome: Any, image_hw: tuple[int, int],

@@ -65,8 +65,10 @@ def main() -> None:
     SIGINT / SIGTERM end any command with ``128 + signum`` and one line (:mod:`lucidyolo.signals`); a write
     that the filesystem refuses (full, read-only, forbidden) ends it with exit 2 naming the path.
     """
+    from lucidyolo.cli.console import show_own_warnings
     from lucidyolo.signals import stop_on_signals
 
+    show_own_warnings()
     try:
         with stop_on_signals():
             app()

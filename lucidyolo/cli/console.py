@@ -62,3 +62,25 @@ class DownloadBar:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def show_own_warnings() -> None:
+    """Print the warnings lucid's own code raises (a reader's skipped links or files) as one ``warning:`` line.
+
+    Python's default format leads with the module's file and line and repeats the source line, which reads
+    as a crash to a user; other libraries' warnings keep it (their location is what a bug report needs).
+    """
+    import warnings
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parents[1])
+    default = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if issubclass(category, UserWarning) and str(filename).startswith(package):
+            err_console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show

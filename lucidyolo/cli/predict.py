@@ -40,11 +40,17 @@ def predict(
         for p in predictions:
             print_line(detection_line(name, p))
 
+    def notice(text: str) -> None:  # stderr: stdout holds exactly the detection lines and the summary
+        from lucidyolo.cli.console import err_console
+
+        err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
     used: list[str] = []  # the decode path the task resolved (--decoder, or its default)
     try:
         results = run_predict(checkpoint, source, conf, decoder, save, output, img_size, device, on_image=show,
                               batch_size=batch_size, save_txt=save_txt, save_json=save_json, on_progress=bar,
-                              on_ready=used.append)
+                              on_ready=used.append, on_warning=lambda text: notice(f"warning: {text}"),
+                              on_note=notice)
     finally:
         if bar is not None:
             bar.close()

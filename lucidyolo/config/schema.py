@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lucidyolo.data.layout_names import LAYOUTS
+from lucidyolo.data.pixel_limit import DEFAULT_MAX_IMAGE_PIXELS
 
 Variant = Literal["n", "s", "m", "l", "x"]
 
@@ -163,6 +164,12 @@ class DataConfig(StrictModel):
     device_hsv: bool = False
     skip_bad_images: bool = Field(
         False, description="train on the rest when image files are unreadable or truncated (listed in bad_images.txt)"
+    )
+    max_image_pixels: int = Field(
+        DEFAULT_MAX_IMAGE_PIXELS, gt=0,
+        description="largest image (width x height) read; a larger file is refused from its header before decoding, "
+        "as a bad file (a decompression bomb). Default: Pillow's limit, ~179 MP. Cut gigapixel scenes into tiles "
+        "(`lucid data tile dota`) rather than raising it",
     )
     mosaic: bool = True
     plot_batches: int = Field(

@@ -2,7 +2,8 @@
 
 For each split: the resolved layout, image / instance / class counts,
 background images, instances per class, the first bad ``file:line`` of the
-labels (reader errors, label files without an image), every unusable image
+labels (reader errors, label files without an image), label files that repeat
+rows, every unusable image
 file, images whose EXIF orientation lucid ignores, and a training split
 without labels. Also the ``model.num_classes`` the user must set. No torch.
 """
@@ -22,6 +23,7 @@ from lucidyolo.data.image_io import (
     refuse_unscalable_mode,
 )
 from lucidyolo.data.label_coverage import check_label_coverage, label_coverage_warning
+from lucidyolo.data.label_duplicates import duplicate_rows_warning
 from lucidyolo.errors import DataError
 
 _JPEG_EOI = b"\xff\xd9"
@@ -250,6 +252,8 @@ def check_dataset(
                 coverage = "the split has no instances at all (every image is background)."
         if coverage is not None:
             rep.warnings.append(coverage)
+        if (duplicates := duplicate_rows_warning(src)) is not None:
+            rep.warnings.append(duplicates)
         if src.layout == "yolo" and root is not None:
             from lucidyolo.data.layouts import resolve
 

@@ -162,26 +162,81 @@ def find_yolo_yaml(root: Path) -> list[Path]:
 
 @dataclass
 class SplitFiles:
-    """The files of one split and how they were found (``lucid data check`` prints both)."""
+    """The files of one split and how they were found (``lucid data check`` prints both).
+
+    ``skipped_links``: ``(link, reason)`` of every symbolic link below the
+    split's folders that was not followed (see :func:`_image_files`).
+    """
 
     images: list[Path]
     paths: list[SplitPath]
     notes: list[str]
+    skipped_links: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def description(self) -> str:
         return ", ".join(["YOLO", *self.notes])
 
 
-def _image_files(folder: Path) -> tuple[list[Path], bool]:
-    """Images below ``folder``, following symlinked sub-folders; True if one was followed.
+#: Skipped links a warning names; the rest are counted.
+_SHOWN_LINKS = 5
+
+
+def _under(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or lies below it (both real, absolute)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _dead_link_reason(path: str) -> str | None:
+    """Why the link ``path`` cannot be followed (None when its target exists)."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "loop"  # a link to itself, or a ring of links
+        if exc.errno == errno.ENOENT:
+            return "broken link"
+        return f"cannot be followed: {exc.strerror}"
+    return None
+
+
+def _image_files(folder: Path, other_splits: dict[str, list[Path]] | None = None) -> tuple[list[Path], bool, list[tuple[Path, str]]]:
+    """Images below ``folder``, following symlinked sub-folders.
+
+    Returns the sorted images, whether a symlinked folder was followed, and
+    ``(link, reason)`` for each link that was not: ``"loop"`` (it leads back
+    to a folder it sits in, or above it: the walk would reach the parent's
+    other folders, e.g. the val images), ``"into split 'val'"`` (it lands in
+    another split's folder of ``other_splits``, whose images would leak into
+    this split), ``"broken link"``.
 
     ``Path.rglob`` does not descend into symlinked folders, so an image store
-    shared through a link would be silently missing. Each real folder is
-    visited once, so a link cycle ends.
+    shared through a link would be silently missing; such links are followed.
+    Each real folder is still visited once, so two links to one store do not
+    list it twice.
     """
+    top = os.path.realpath(folder)
+    others = [(name, os.path.realpath(p)) for name, ps in (other_splits or {}).items() for p in ps]
+
+    def refused(link: str, chain: list[str]) -> str | None:
+        target = os.path.realpath(link)
+        if any(_under(c, target) for c in chain):
+            return "loop"
+        if _under(target, top):
+            # a folder of this split (even one inside another split's folder, as with `val: images`):
+            # listed once whichever way it is reached
+            return None
+        for name, o in others:
+            if _under(target, o):
+                return f"into split {name!r}"
+        return None
+
     seen: set[str] = set()
+    chains: dict[str, list[str]] = {}  # a folder to walk -> the real folders from the split folder to its parent
     out: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     followed = False
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
         real = os.path.realpath(dirpath)
@@ -189,9 +244,41 @@ def _image_files(folder: Path) -> tuple[list[Path], bool]:
             dirnames[:] = []
             continue
         seen.add(real)
-        followed = followed or any(os.path.islink(os.path.join(dirpath, d)) for d in dirnames)
-        out.extend(q for q in (Path(dirpath) / f for f in filenames) if q.suffix.lower() in IMAGE_SUFFIXES and q.is_file())
-    return sorted(out), followed
+        chain = [*chains.get(dirpath, []), real]
+        keep = []
+        for d in dirnames:
+            q = os.path.join(dirpath, d)
+            if os.path.islink(q):
+                reason = refused(q, chain)
+                if reason is not None:
+                    skipped.append((Path(q), reason))
+                    continue
+                followed = True
+            chains[q] = chain
+            keep.append(d)
+        dirnames[:] = keep
+        for f in filenames:
+            q = os.path.join(dirpath, f)
+            # os.walk files a link it cannot stat (dangling, or a ring) among the files
+            reason = (_dead_link_reason(q) or refused(q, chain)) if os.path.islink(q) else None
+            if reason is not None:
+                skipped.append((Path(q), reason))
+            elif Path(f).suffix.lower() in IMAGE_SUFFIXES and os.path.isfile(q):
+                out.append(Path(q))
+    return sorted(out), followed, sorted(skipped)
+
+
+def skipped_links_warning(split: str, skipped: list[tuple[Path, str]]) -> str | None:
+    """The warning naming the links of ``split`` that were not followed (None when none was skipped)."""
+    if not skipped:
+        return None
+    shown = ", ".join(f"{p} ({reason})" for p, reason in skipped[:_SHOWN_LINKS])
+    more = f" and {len(skipped) - _SHOWN_LINKS} more" if len(skipped) > _SHOWN_LINKS else ""
+    return (
+        f"{len(skipped)} symbolic link(s) below the {split} split's folder were skipped: {shown}{more}. "
+        "Following a loop would read the folders above the split (the other splits' images too), and a link into "
+        "another split would put its images in this one. Remove or repoint the links to silence this."
+    )
 
 
 def list_split(spec: YoloSpec, split: str) -> SplitFiles:
@@ -206,15 +293,18 @@ def list_split(spec: YoloSpec, split: str) -> SplitFiles:
         raise DataError(f"{spec.yaml_path} has no {split!r} entry.", fix=f"Add `{split}: images/{split}` to the yaml.")
     out: list[Path] = []
     paths: list[SplitPath] = []
+    skipped: list[tuple[Path, str]] = []
     symlinked = listed = False
+    others = _other_split_folders(spec, key)
     for e in spec.splits[key]:
         sp = resolve_split_path(e, spec.root, f"{spec.yaml_path}: {key} path")
         paths.append(sp)
         p = sp.path
         symlinked = symlinked or through_symlink(p, spec.root)
         if p.is_dir():
-            found, followed = _image_files(p)
+            found, followed, refused = _image_files(p, others)
             out.extend(found)
+            skipped.extend(refused)
             symlinked = symlinked or followed
         elif p.is_file() and p.suffix == ".txt":
             listed = True
@@ -232,7 +322,23 @@ def list_split(spec: YoloSpec, split: str) -> SplitFiles:
                 fix="Point it at an image folder or a .txt file listing images.",
             )
     notes = [n for n, on in (("Roboflow-style export", any(s.export for s in paths)), ("symlinked images", symlinked), ("image list file", listed)) if on]
-    return SplitFiles(out, paths, notes)
+    return SplitFiles(out, paths, notes, skipped)
+
+
+def _other_split_folders(spec: YoloSpec, key: str) -> dict[str, list[Path]]:
+    """The folders of the yaml's other split entries (a link into one is not followed)."""
+    out: dict[str, list[Path]] = {}
+    for name, entries in spec.splits.items():
+        if name == key:
+            continue
+        for e in entries:
+            try:
+                p = resolve_split_path(e, spec.root, f"{spec.yaml_path}: {name} path").path
+            except DataError:
+                continue  # reading that split reports it; a broken `test:` never stops this one
+            if p.is_dir():
+                out.setdefault(name, []).append(p)
+    return out
 
 
 def _list_images(spec: YoloSpec, split: str) -> list[Path]:
@@ -413,7 +519,10 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
             meta.update(f.yolo.meta(spec.raw, yaml_path))
     for message in spec.warnings:
         warnings.warn(message, UserWarning, stacklevel=2)
-    images = _list_images(spec, split)
+    files = list_split(spec, split)
+    if (skipped := skipped_links_warning(split, files.skipped_links)) is not None:
+        warnings.warn(skipped, UserWarning, stacklevel=2)
+    images = files.images
     if not images:
         raise DataError(
             f"{yaml_path}: the {split} split contains no images.",

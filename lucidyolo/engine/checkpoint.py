@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import warnings
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -64,7 +65,11 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             fix="pass the .ckpt file itself, e.g. .../checkpoints/last.ckpt.",
         )
     try:
-        obj = torch.load(p, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # a raw (non-zip) pickle of protocol > 2 makes torch warn with its own site-packages path before
+            # the refusal below says what the file is: the user gets the refusal only
+            warnings.filterwarnings("ignore", message=r"Detected pickle protocol \d+ in the checkpoint", category=UserWarning)
+            obj = torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         reason = _refusal_reason(exc)
         foreign = foreign_model_class(p)

@@ -37,17 +37,20 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def pick_device(device: str) -> Any:
+def pick_device(device: str, api: bool = False) -> Any:
+    """The torch device ``device`` names (``auto``: CUDA when present); ``api``: messages name ``device=``."""
     import torch
 
+    said = f"device={device!r}" if api else f"--device {device!r}"
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
     except RuntimeError as exc:
-        raise UserError(f"--device {device!r} is not a device name.", fix="Use cpu, cuda, cuda:N or auto.") from exc
+        raise UserError(f"{said} is not a device name.", fix="Use cpu, cuda, cuda:N or auto.") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {device} asks for CUDA, which this machine does not have.", fix="Use --device cpu.")
+        raise UserError(f"{said} asks for CUDA, which this machine does not have.",
+                        fix=f"Use {'device=' + repr('cpu') if api else '--device cpu'}.")
     return dev
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lucidyolo.atomic_write import atomic_write_text, remove_abandoned
 from lucidyolo.config.resolve import config_to_yaml, validate_config
 from lucidyolo.config.schema import RunConfig
 from lucidyolo.engine.disk_errors import disk_error, writing
@@ -106,12 +107,20 @@ def read_start_weights(
     Read before the model is built: the source may size the class towers (:func:`class_towers_of`).
     """
     from lucidyolo.engine.transfer import read_weights
-    from lucidyolo.engine.weights_source import resolve_weights, split_digest
+    from lucidyolo.engine.weights_source import is_url, resolve_weights, split_digest
 
     m = cfg.model
     assert m.weights is not None
     path = resolve_weights(m.weights, m.weights_sha256, progress=progress, log=log)
-    return read_weights(path), split_digest(m.weights, None)[0]
+    try:
+        weights = read_weights(path)
+    except UserError as exc:
+        if is_url(m.weights):  # a refused download kept in the cache would be refused again on every run
+            path.unlink(missing_ok=True)
+            exc.why = f"{exc.why + ' ' if exc.why else ''}The download was deleted from the cache ({path})."
+            exc.args = (exc.render_plain(),)
+        raise
+    return weights, split_digest(m.weights, None)[0]
 
 
 def class_towers_of(cfg: RunConfig, source: Any, num_classes: int) -> RunConfig:
@@ -130,11 +139,10 @@ def start_from_weights(
     spec: TaskSpec, cfg: RunConfig, model: Any, class_names: list[str], meta: dict[str, Any],
     source: tuple[Any, str],
 ) -> Any:
-    """Refuse another variant, load what fits of the read ``source`` into ``model``; the :class:`TransferReport`."""
-    from lucidyolo.engine.transfer import refuse_variant_mismatch, transfer_weights
+    """Load what fits of the read ``source`` (its variant already checked) into ``model``; the :class:`TransferReport`."""
+    from lucidyolo.engine.transfer import transfer_weights
 
     weights, shown = source
-    refuse_variant_mismatch(weights, cfg.model.variant, shown)
     return transfer_weights(model, weights, class_names, meta, class_match=cfg.model.class_match,
                             hook=spec.transfer_weights, shown_source=shown)
 
@@ -226,7 +234,9 @@ def _fit(
 
     from lucidyolo.data.bad_images import drop_bad_images
     from lucidyolo.data.label_coverage import check_label_coverage
+    from lucidyolo.data.label_duplicates import duplicate_rows_warning
     from lucidyolo.data.layouts import check_same_categories
+    from lucidyolo.data.pixel_limit import set_max_image_pixels
     from lucidyolo.engine.build import (
         build_datamodule,
         build_system,
@@ -247,6 +257,7 @@ def _fit(
         uses_cuda,
         uses_mps,
     )
+    from lucidyolo.engine.transfer import refuse_variant_mismatch
 
     run = run_dir_for(spec.name, cfg, resume) if resume is not None else None
     if run is not None and run.checkpoint is not None:
@@ -257,7 +268,13 @@ def _fit(
         cfg = validate_config(spec, cfg)
 
     check_accelerator(cfg)
+    source = None
+    if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
+        # before the dataset scan (tens of seconds on a large set): a missing, unsafe or mismatched file is named first
+        source = read_start_weights(cfg, log, download_progress)
+        refuse_variant_mismatch(source[0], cfg.model.variant, source[1])
     data_root = data_root_of(spec, cfg)
+    set_max_image_pixels(cfg.data.max_image_pixels)  # every image read from here on, in workers too
     train_src = open_split(spec, cfg, data_root, cfg.data.train_split, "train")
     train_src.run_fit_checks(cfg.data.img_size)  # the reader's own refusals of a training split
     val_src = open_split(spec, cfg, data_root, cfg.data.val_split, "val")
@@ -268,6 +285,8 @@ def _fit(
         skipped = {k: v for k, v in skipped.items() if v}
     if (coverage := check_label_coverage(train_src, "train")) is not None:  # refuses a split with no label at all
         log(f"[yellow]warning:[/yellow] {coverage}")
+    if (duplicates := duplicate_rows_warning(train_src)) is not None:
+        log(f"[yellow]warning:[/yellow] {duplicates}")
     num_classes = resolve_num_classes(cfg, train_src)
     check_same_categories(train_src, val_src)
 
@@ -283,9 +302,7 @@ def _fit(
     pl.seed_everything(cfg.seed, workers=False, verbose=False)
     # channels_last on CUDA and on the CPU (oneDNN's convolutions): a CPU step at 320 px x 8 on 2 cores goes
     # from 429 to 308 ms (forward 132 -> 74 ms, backward 191 -> 140 ms); MPS keeps the default layout.
-    source = None
-    if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
-        source = read_start_weights(cfg, log, download_progress)
+    if source is not None:
         cfg = class_towers_of(cfg, source[0], num_classes)
     system = build_system(
         spec, cfg, num_classes, list(train_src.class_names), meta=dataset_meta(spec, train_src),
@@ -316,7 +333,7 @@ def _fit(
             from lucidyolo.data.bad_images import bad_images_report
 
             listing = run.path / "bad_images.txt"
-            writing(lambda: listing.write_text(bad_images_report(skipped)), listing, run, spec.name)
+            writing(lambda: atomic_write_text(listing, bad_images_report(skipped)), listing, run, spec.name)
             counts = ", ".join(f"{len(v)} {k}" for k, v in skipped.items())
             log(f"[yellow]warning:[/yellow] --data.skip_bad_images left out {counts} image file(s) that cannot be "
                 f"used; each is listed with its reason in {listing}")
@@ -335,16 +352,18 @@ def _train(
     extra_callbacks: list[Any] | None, log: Callable[[str], None], progress_bar: bool, start: Any = None,
     notes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    from lucidyolo.data.bad_images import mid_run_image_error
     from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
     from lucidyolo.engine.callbacks import JoinRankZeroRunDir
+    from lucidyolo.engine.rank_watch import rank_death
     from lucidyolo.engine.run_dir import is_global_rank_zero, stale_temporaries
     from lucidyolo.engine.trainer_factory import make_trainer, precision_note
 
     if run.checkpoint is not None:
-        for leftover in stale_temporaries(run.path):  # a SIGKILL mid-write left them; ~a checkpoint each
-            leftover.unlink(missing_ok=True)
+        remove_abandoned(stale_temporaries(run.path))  # a SIGKILL mid-write left them; ~a checkpoint each
     if is_global_rank_zero() and not run.pending:
-        writing(lambda: (run.path / "config.yaml").write_text(config_to_yaml(cfg)), run.path / "config.yaml", run, spec.name)
+        config_file = run.path / "config.yaml"
+        writing(lambda: atomic_write_text(config_file, config_to_yaml(cfg)), config_file, run, spec.name)
     pictures = _batch_images(spec, cfg, run, train_src, log) if is_global_rank_zero() and not run.pending else None
     trainer, checkpoint_cb = make_trainer(
         spec, cfg, run, cuda=cuda, progress_bar=progress_bar,
@@ -362,7 +381,7 @@ def _train(
         import json
 
         target = run.path / "transfer.json"
-        writing(lambda: target.write_text(json.dumps(start.as_json(), indent=1) + "\n"), target, run, spec.name)
+        writing(lambda: atomic_write_text(target, json.dumps(start.as_json(), indent=1) + "\n"), target, run, spec.name)
     if os.environ.get("LOCAL_RANK", "0") == "0":
         if start is not None:
             log(start.line())
@@ -376,14 +395,19 @@ def _train(
     try:
         trainer.fit(system, datamodule=datamodule, ckpt_path=str(run.checkpoint) if run.checkpoint else None)
     except RunInterrupted as stop:
+        rank_death(trainer, None)  # the stop is reported, not a rank it ended
         stop.resume = run.resume_command(spec.name)
         stop.epochs_done = int(trainer.current_epoch)
         if stop.resume is None:
             stop.fix = "No epoch had finished; start the run again."
         raise
     except Exception as exc:
+        if (died := rank_death(trainer, exc)) is not None:  # the dead rank, not the collective it broke
+            raise died from None
         if (disk := disk_error(exc, run, spec.name)) is not None:
             raise disk from None
+        if (undecodable := mid_run_image_error(exc, run.resume_command(spec.name))) is not None:
+            raise undecodable from None
         # torch reports a dead worker from its SIGCHLD handler, wherever the main thread is (not only
         # inside the loader's next), so the mapping is repeated here
         err = exc if isinstance(exc, WorkerDiedError | WorkerFailedError) else worker_error(exc, in_loader=False)

@@ -12,6 +12,7 @@ import math
 import os
 from pathlib import Path
 
+from lucidyolo.atomic_write import atomic_open
 from lucidyolo.engine.results_csv import read_results
 
 _PANELS_PER_ROW = 5
@@ -67,5 +68,6 @@ def plot_results(csv_path: str | os.PathLike[str], out_dir: str | os.PathLike[st
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.png"
-    fig.savefig(path, format="png")
+    with atomic_open(path, "wb") as f:  # a kill mid-write leaves the previous picture or none, never half of one
+        fig.savefig(f, format="png")
     return [path]

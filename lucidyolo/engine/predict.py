@@ -26,13 +26,19 @@ if TYPE_CHECKING:
     from lucidyolo.engine.restore import Restored
     from lucidyolo.tasks.api import TaskSpec
 
-def check_predict_args(conf: float) -> None:
-    """Refuse a threshold outside ``[0, 1]`` (:class:`UserError`)."""
+def option(name: str, value: object, api: bool) -> str:
+    """Option ``name`` (``img_size``) set to ``value`` as the user wrote it: ``--img-size 640`` on the
+    command line, ``img_size=640`` in Python (``api``), so a message names what the user can change."""
+    return f"{name}={value!r}" if api else f"--{name.replace('_', '-')} {value}"
+
+
+def check_predict_args(conf: float, api: bool = False) -> None:
+    """Refuse a threshold outside ``[0, 1]`` (:class:`UserError`); ``api``: name it as Python's ``conf=``."""
     if not 0.0 <= conf <= 1.0:
-        raise UserError(f"--conf {conf} is outside [0, 1].", fix="Use e.g. --conf 0.25.")
+        raise UserError(f"{option('conf', conf, api)} is outside [0, 1].", fix=f"Use e.g. {option('conf', 0.25, api)}.")
 
 
-def resolve_decoder(spec: TaskSpec, decoder: str | None) -> str:
+def resolve_decoder(spec: TaskSpec, decoder: str | None, api: bool = False) -> str:
     """The decode path to predict with: ``decoder``, or the task's default (the first of its ``decode_paths``).
 
     Raises:
@@ -43,9 +49,11 @@ def resolve_decoder(spec: TaskSpec, decoder: str | None) -> str:
         return paths[0]
     if decoder not in paths:
         raise UserError(
-            f"--decoder {decoder!r} is not a decode path of task {spec.name!r}.",
+            f"{option('decoder', decoder, True) if api else f'--decoder {decoder!r}'} is not a decode path of task "
+            f"{spec.name!r}.",
             why=f"the {spec.name} task decodes its model's output along these paths only: {', '.join(paths)}.",
-            fix=f"Use --decoder {' or --decoder '.join(paths)}, or leave it out for the default ({paths[0]}).",
+            fix=f"Use {' or '.join(option('decoder', p, api) for p in paths)}, or leave it out for the default "
+            f"({paths[0]}).",
         )
     return decoder
 
@@ -83,7 +91,7 @@ class Predictor:
     """
 
     def __init__(self, restored: Restored, decoder: str | None = None, img_size: int | None = None,
-                 device: str = "auto", draw: bool = False) -> None:
+                 device: str = "auto", draw: bool = False, api: bool = False) -> None:
         spec = restored.spec
         missing = spec.missing_hooks("decode", "predict", *(("draw",) if draw else ()))
         if missing:
@@ -91,10 +99,11 @@ class Predictor:
                 f"`lucid predict` for task {spec.name!r} is not available: its plugin provides no {', '.join(missing)}.",
                 fix="Nothing was run." if "draw" not in missing else "Run without --save.",
             )
-        decoder = resolve_decoder(spec, decoder)
+        decoder = resolve_decoder(spec, decoder, api)
         size = img_size or restored.config.data.img_size
         if size % 32:
-            raise UserError(f"--img-size {size} is not a multiple of 32.", fix="Use e.g. 640.")
+            raise UserError(f"{option('img_size', size, api)} is not a multiple of 32.",
+                            fix=f"Use e.g. {option('img_size', 640, api)}.")
         from lucidyolo.engine.evaluate import inference_view, pick_device
 
         self.restored = restored
@@ -103,7 +112,7 @@ class Predictor:
         self.img_size = int(size)
         self.class_names: list[str] = list(restored.checkpoint["lucid"].get("class_names") or [])
         self.meta = restored.dataset_meta
-        self.device = pick_device(device)
+        self.device = pick_device(device, api)
         # The task's view for this one path (the built-in tasks' e2e: BN folded, o2o branch only).
         # A copy: the restored model is left as it was.
         self.model = inference_view(spec, restored.model, (decoder,), self.device)
@@ -177,6 +186,8 @@ def run_predict(
     save_txt: Path | None = None, save_json: Path | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     on_ready: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Predict every image and video frame of ``source``, ``batch_size`` pictures per forward pass.
 
@@ -184,7 +195,9 @@ def run_predict(
     first). ``on_ready(decoder)`` is called once the model is loaded, with the decode path used;
     ``on_image(name, predictions)`` as each picture is done (``name`` the file, or
     ``FILE#frame=N`` for a video frame); ``on_progress(done, total)`` after each batch (``total``
-    None when a video does not declare its frame count).
+    None when a video does not declare its frame count). ``on_warning(line)`` gets one line per video
+    with packets that did not decode (they are skipped; default :func:`warnings.warn`); ``on_note(line)``
+    the one line saying how many temporary files of a killed earlier run were removed, if any.
 
     Returns one ``{"image", "height", "width", "predictions"}`` dict per picture (``predictions`` as
     the task's ``predict`` hook returns them); a video frame adds ``frame`` and ``time`` in seconds,
@@ -211,6 +224,7 @@ def run_predict(
         for v in videos:  # every video opens before any work: a missing PyAV or a broken file fails now
             with VideoReader(v) as probe:
                 total = None if total is None or not probe.frames else total + probe.frames
+    from lucidyolo.data.pixel_limit import set_max_image_pixels
     from lucidyolo.engine.restore import restore
     from lucidyolo.engine.weights_source import checkpoint_file
     from lucidyolo.predict.items import batches, image_ids, source_items
@@ -218,16 +232,19 @@ def run_predict(
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
     restored = restore(checkpoint, ema=ema)
+    # the run's own limit: an image size it trained on is predicted on (older checkpoints: the default)
+    set_max_image_pixels(restored.config.data.max_image_pixels)
     check_outputs(restored.spec, save_txt, save_json)
     predictor = Predictor(restored, decoder, img_size, device, draw=save is not None)
     decoder = predictor.decoder
     if on_ready is not None:
         on_ready(decoder)
+    _remove_stale_temporaries(files, save, save_txt, save_json, output, on_note)
     outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files))
     results: list[dict[str, Any]] = []
     try:
         # batches of pictures (a batch may span files): letterbox makes every input (S, S)
-        for batch in batches(source_items(files), batch_size):
+        for batch in batches(source_items(files, on_warning), batch_size):
             for item, outcome in zip(batch, predictor.batch([it.image for it in batch], conf), strict=True):
                 rows = outcome.rows
                 if on_image is not None:
@@ -255,3 +272,16 @@ def run_predict(
             out.write(json.dumps({"checkpoint": str(checkpoint), "decoder": decoder, "conf": conf,
                                   "images": results}, indent=2))
     return results
+
+
+def _remove_stale_temporaries(files: list[Path], save: Path | None, save_txt: Path | None, save_json: Path | None,
+                              output: Path | None, on_note: Callable[[str], None] | None) -> None:
+    """Remove what an earlier run killed while writing this run's outputs left (a video's is the video's size)."""
+    from lucidyolo.atomic_write import remove_abandoned
+    from lucidyolo.predict.outputs import stale_temporaries
+
+    removed, size = remove_abandoned(stale_temporaries(files, save, save_txt, save_json, output))
+    if removed and on_note is not None:
+        folders = ", ".join(str(f) for f in dict.fromkeys(p.parent for p in removed))
+        on_note(f"Removed {len(removed)} temporary file{'s' * (len(removed) != 1)} ({size / 1e6:.1f} MB) left in "
+                f"{folders} by an earlier predict killed while writing the same outputs.")

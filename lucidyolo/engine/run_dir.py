@@ -66,21 +66,55 @@ class RunDir:
         return f"lucid fit {task} --resume {self.path}" if (self.path / "checkpoints" / "last.ckpt").is_file() else None
 
 
-def resolve_resume(resume: Path) -> tuple[Path, Path]:
-    """``--resume`` given a run directory or a checkpoint -> (checkpoint, run directory)."""
+def resolve_resume(resume: Path, task: str = "<task>") -> tuple[Path, Path]:
+    """``--resume`` given a run directory or a checkpoint -> (checkpoint, run directory).
+
+    A run folder without ``checkpoints/last.ckpt`` is refused: its run never finished an
+    epoch's save. The temporary files of that interrupted save are removed first.
+    """
     path = Path(resume)
     if path.is_dir():
         ckpt = path / "checkpoints" / "last.ckpt"
         if not ckpt.is_file():
-            raise UserError(
-                f"Run directory {path} has no checkpoints/last.ckpt to resume from.",
-                fix="Pass the run's version folder (runs/<task>/version_N) or a .ckpt file.",
-            )
+            refuse_unsaved(path, task)
         return ckpt, path
     if path.is_file():
         run_dir = path.parent.parent if path.parent.name == "checkpoints" else path.parent
         return path, run_dir
     raise UserError(f"--resume {path}: no such file or directory.", fix="Pass a run directory or a .ckpt file.")
+
+
+def refuse_unsaved(path: Path, task: str) -> None:
+    """``--resume`` of a folder with no ``last.ckpt``: remove what an interrupted first save left, say why, exit 2.
+
+    A SIGKILL during the first checkpoint write leaves only ``.last.ckpt.<random>.tmp``
+    (the size of a checkpoint). It is removed here, before the refusal, unless a live
+    process is still writing it (:func:`lucidyolo.atomic_write.remove_abandoned`).
+    """
+    import shlex
+
+    from lucidyolo.atomic_write import remove_abandoned
+
+    gone, size = remove_abandoned(stale_temporaries(path))
+    removed = len(gone)
+    config = path / "config.yaml"
+    if not (config.is_file() or (path / "checkpoints").is_dir() or removed):
+        raise UserError(
+            f"Run directory {path} has no checkpoints/last.ckpt to resume from.",
+            fix="Pass the run's version folder (runs/<task>/version_N) or a .ckpt file.",
+        )
+    why = ("--resume continues from checkpoints/last.ckpt, which is written when an epoch ends; this run was stopped "
+           "(killed or crashed) before its first one was saved.")
+    if removed:
+        files = "file" if removed == 1 else f"{removed} files"
+        why += f" The unfinished checkpoint {files} it left ({size / 1e6:.1f} MB) {'was' if removed == 1 else 'were'} removed."
+    if config.is_file():
+        start = f"lucid fit {task} -c {shlex.quote(str(config))}"
+        fix = f"Start it again: `{start}` (a new version folder; delete {path} when you no longer need it)."
+    else:
+        fix = "Start it again with the command that started it."
+    raise UserError(f"The run in {path} was stopped before its first checkpoint was saved: there is nothing to "
+                    "resume.", why=why, fix=fix)
 
 
 def epochs_done(ckpt: dict) -> int:
@@ -137,7 +171,7 @@ def run_dir_for(task: str, cfg: RunConfig, resume: Path | None = None) -> RunDir
     here by global rank 0 only.
     """
     if resume is not None:
-        ckpt, path = resolve_resume(resume)
+        ckpt, path = resolve_resume(resume, task)
         return RunDir(path.parent, path.name, ckpt)
     if os.environ.get(RUN_DIR_ENV) and os.environ.get("LOCAL_RANK", "0") != "0":
         path = Path(os.environ[RUN_DIR_ENV])

@@ -112,20 +112,21 @@ def make_trainer(
     """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
-    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     from lucidyolo.engine.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
     from lucidyolo.engine.interrupt import StopLoadersOnException
     from lucidyolo.engine.layer_sync import GlobalBatchNorm
     from lucidyolo.engine.rng_state import RNGStateCallback
+    from lucidyolo.engine.run_loggers import RunCSVLogger, RunTensorBoardLogger
 
     # flush_secs bounds how long closing the writer can wait. A stop signal raises in the main thread
     # between any two bytecodes, also inside the writer queue's notify(); a wake-up lost there left
     # the writer thread asleep for its whole flush interval (120 s by default) while Lightning's
     # interrupt path joined it: Ctrl-C took two minutes (seen in CI and reproduced under load).
-    tb = TensorBoardLogger(save_dir=str(run.root), name="", version=run.version, default_hp_metric=False,
-                           flush_secs=TB_FLUSH_SECS)
-    csv = CSVLogger(save_dir=str(run.root), name="", version=run.version)
+    tb = RunTensorBoardLogger(save_dir=str(run.root), name="", version=run.version, default_hp_metric=False,
+                              flush_secs=TB_FLUSH_SECS)
+    # metrics.csv is rewritten atomically (Lightning's logger truncates it in place); no hparams.yaml
+    csv = RunCSVLogger(save_dir=str(run.root), name="", version=run.version)
     checkpoint_cb = ModelCheckpoint(
         dirpath=run.path / "checkpoints", filename="best", monitor=spec.metrics.monitor, mode="max",
         save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
@@ -169,6 +170,9 @@ def make_trainer(
         use_distributed_sampler=False,
         enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=progress_bar,
     )
+    from lucidyolo.engine.rank_watch import watch_ranks
+
+    watch_ranks(trainer, lambda: run.resume_command(spec.name))  # a rank that dies is named, with the resume command
     skip_uninitialized_fill()
     return trainer, checkpoint_cb
 

@@ -5,7 +5,7 @@ A video is decoded frame by frame as the batches are drawn, so it never sits in 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -40,8 +40,12 @@ def image_ids(files: Sequence[Path]) -> dict[Path, int] | None:
     return ids if len(set(ids.values())) == len(ids) else None
 
 
-def source_items(files: Sequence[Path]) -> Iterator[Item]:
-    """Every image, and every frame of every video, in order; a video is read frame by frame."""
+def source_items(files: Sequence[Path], on_warning: Callable[[str], None] | None = None) -> Iterator[Item]:
+    """Every image, and every frame of every video, in order; a video is read frame by frame.
+
+    A video frame's ``frame`` is its index in the source (a frame lost to a damaged packet leaves a
+    gap); ``on_warning`` gets one line per video that had damage (default: :func:`warnings.warn`).
+    """
     from lucidyolo.data.image_io import read_image_fast
     from lucidyolo.predict.sources import is_video
     from lucidyolo.predict.video import VideoReader
@@ -51,8 +55,16 @@ def source_items(files: Sequence[Path]) -> Iterator[Item]:
             yield Item(f, read_image_fast(f))  # libjpeg-turbo for JPEG, as validation decodes
             continue
         with VideoReader(f) as video:
-            for i, frame in enumerate(video):
+            for i, frame in video.frames_at():
                 yield Item(f, frame, i, round(float(i / video.fps), 6), video.fps)
+            damage = video.damage()
+        if damage is not None:
+            if on_warning is None:
+                import warnings
+
+                warnings.warn(damage, stacklevel=2)
+            else:
+                on_warning(damage)
 
 
 def batches(items: Iterator[Item], size: int) -> Iterator[list[Item]]:

@@ -44,9 +44,12 @@ class PredictOutputs:
         self._video: Path | None = None
         self._writer: Any = None
         self._lines: Any = None
+        self._created: list[Path] = []  # folders this run made, deepest first: removed again if a failure leaves them empty
         for folder in (save, save_txt):
             if folder is not None:
+                missing = [f for f in (folder, *folder.parents) if not f.exists()]
                 folder.mkdir(parents=True, exist_ok=True)
+                self._created += missing
 
     def image_id(self, item: Item) -> int:
         if self.ids is not None:
@@ -107,7 +110,7 @@ class PredictOutputs:
                 atomic_open(self.save / f"{item.source.stem}.jsonl", "w", encoding="utf-8")
             )
             self._video = item.source
-        self._writer.write(drawn)
+        self._writer.write(drawn, item.frame)  # a lost source frame: the previous one stays on screen
         self._lines.write(
             json.dumps(
                 {
@@ -130,7 +133,45 @@ class PredictOutputs:
         self._stack.close()
 
     def abort(self, exc: BaseException) -> None:
-        """Leave no partial video or JSON lines behind (the temporary files are removed)."""
+        """Leave no partial video or JSON lines behind (the temporary files are removed), nor an empty folder we made."""
         self._writer = None
         self._video = None
-        self._stack.__exit__(type(exc), exc, exc.__traceback__)
+        try:
+            self._stack.__exit__(type(exc), exc, exc.__traceback__)
+        finally:
+            for folder in self._created:
+                with contextlib.suppress(OSError):  # not empty (or gone): it stays
+                    folder.rmdir()
+
+
+def stale_temporaries(files: list[Path], save: Path | None, save_txt: Path | None,
+                      *single: Path | None) -> list[Path]:
+    """Temporary files left in this run's output folders by an earlier run killed while writing the same names.
+
+    Only the names this run writes: ``<stem>.jpg`` / ``.mp4`` / ``.jsonl`` in ``save``, ``<stem>.txt``
+    and ``<stem>_<frame>.txt`` in ``save_txt``, and each of ``single`` (``--save-json``, ``--output``);
+    another run's files in a shared folder are not ours to judge.
+    """
+    import re
+
+    from lucidyolo.atomic_write import temporaries
+    from lucidyolo.predict.sources import is_video
+
+    stems = {f.stem for f in files}
+    found: list[Path] = []
+    if save is not None:
+        names = {f"{f.stem}{suffix}" for f in files for suffix in ((".mp4", ".jsonl") if is_video(f) else (".jpg",))}
+        found += temporaries(save, names.__contains__)
+    if save_txt is not None:
+        frame_txt = re.compile(r"(?P<stem>.+)_\d{6,}\.txt")
+        video_stems = {f.stem for f in files if is_video(f)}
+
+        def wanted(name: str) -> bool:
+            match = frame_txt.fullmatch(name)
+            return (name.endswith(".txt") and name[:-4] in stems) or bool(match and match["stem"] in video_stems)
+
+        found += temporaries(save_txt, wanted)
+    for path in single:
+        if path is not None:
+            found += temporaries(path.parent, path.name.__eq__)
+    return sorted(set(found))

@@ -87,14 +87,17 @@ def test_bad_sources_are_user_errors(loaded, source, match):
         loaded.predict(source, device="cpu")
 
 
-def test_bad_predict_arguments_are_the_commands_errors(loaded):
+def test_bad_predict_arguments_are_named_as_python_arguments(loaded):
     image = np.zeros((32, 32, 3), np.uint8)
-    with pytest.raises(UserError, match="--conf 1.5 is outside"):
+    with pytest.raises(UserError, match=r"^conf=1.5 is outside \[0, 1\]. Fix: Use e.g. conf=0.25.$"):
         loaded.predict(image, conf=1.5)
-    with pytest.raises(UserError, match="--decoder 'fast' is not a decode path of task 'det'"):
+    with pytest.raises(UserError, match=r"^decoder='fast' is not a decode path of task 'det'.*Fix: Use "
+                       r"decoder='e2e' or decoder='nms'"):
         loaded.predict(image, decoder="fast")
-    with pytest.raises(UserError, match="not a multiple of 32"):
+    with pytest.raises(UserError, match=r"^img_size=100 is not a multiple of 32. Fix: Use e.g. img_size=640.$"):
         loaded.predict(image, img_size=100, device="cpu")
+    with pytest.raises(UserError, match=r"^device='tpu:x' is not a device name"):
+        loaded.predict(image, device="tpu:x")
     with pytest.raises(UserError, match="--format 'tflite' is not supported"):
         loaded.export("tflite")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.server
 import json
@@ -17,6 +18,7 @@ import torch
 
 from tests.conftest import run_lucid
 from tests.faults import fast_fit_args, tiny_root
+from tests.faults.matrix import record
 
 
 class _RangeHandler(http.server.BaseHTTPRequestHandler):
@@ -37,7 +39,17 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
         self.send_header("Content-Length", str(len(body) - start))
         self.end_headers()
-        self.wfile.write(body[start:])
+        cut = self.server.cut.get(self.path)  # type: ignore[attr-defined]
+        if cut is None:
+            self.wfile.write(body[start:])
+            return
+        how, at = cut  # a connection that drops (truncate) or stalls (stall) after ``at`` bytes
+        self.wfile.write(body[start:at])
+        self.wfile.flush()
+        if how == "stall":
+            with contextlib.suppress(OSError):
+                self.rfile.read(1)  # until the client gives up
+        self.close_connection = True
 
     def log_message(self, *args: object) -> None:
         pass
@@ -46,7 +58,7 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RangeHandler)
-    httpd.files, httpd.ranges = {}, []  # type: ignore[attr-defined]
+    httpd.files, httpd.ranges, httpd.cut = {}, [], {}  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -86,10 +98,66 @@ def test_a_sha256_mismatch_deletes_the_download_and_exits_2(server, tmp_path):
     url = f"http://127.0.0.1:{server.server_port}/w.ckpt"
     r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", url,
                   "--model.weights_sha256", "0" * 64, env={"LUCIDYOLO_CACHE_DIR": str(tmp_path / "cache")})
-    assert r.returncode == 2, r.stderr
-    assert "not the expected 0000" in r.stderr and "it was deleted" in r.stderr
+    ok = (r.returncode == 2 and "not the expected 0000" in r.stderr and "it was deleted" in r.stderr
+          and "Traceback" not in r.stderr)
+    record("fit det --model.weights URL", "a SHA-256 mismatch", r.returncode, ok, "the download is deleted")
+    assert ok, r.stderr
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("how", ["truncate", "stall"])
+def test_a_dropped_or_stalled_download_exits_2_and_the_rerun_resumes_it(server, tmp_path, how):
+    body = _fake_lucid_file(tmp_path / "w.ckpt")
+    server.files["/w.ckpt"] = body
+    server.cut["/w.ckpt"] = (how, 700)
+    root = tiny_root("det", tmp_path / "data")
+    url = f"http://127.0.0.1:{server.server_port}/w.ckpt"
+    env = {"LUCIDYOLO_CACHE_DIR": str(tmp_path / "cache"), "LUCIDYOLO_DOWNLOAD_TIMEOUT": "1"}
+    args = (*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", url)
+    r = run_lucid(*args, env=env, timeout=120)
+    text = " ".join(r.stderr.split())
+    said = "ended at 700 of" if how == "truncate" else "stalled: no data for 1 s after 700 bytes"
+    ok = r.returncode == 2 and said in text and "Run the same command again to resume" in text and "Traceback" not in text
+    fault = "a download cut short" if how == "truncate" else "a server that stops sending"
+    parts = [p for p in (tmp_path / "cache").rglob("*.part")]
+    ok = ok and [p.stat().st_size for p in parts] == [700] and not (tmp_path / "runs").exists()
+    if ok:  # the same command again: the download resumes at byte 700 and the run starts from the weights
+        server.cut.clear()
+        again = run_lucid(*args, env=env, timeout=300)
+        # the fake file holds no tensor of the model, so the run refuses it, once the resumed download is whole
+        whole = parts[0].with_name(parts[0].name.removesuffix(".part"))
+        ok = (server.ranges[-1] == "bytes=700-" and not parts[0].exists() and whole.read_bytes() == body
+              and again.returncode == 2 and "fits this model" in again.stderr and "Traceback" not in again.stderr)
+    record("fit det --model.weights URL", fault, r.returncode, ok, "the rerun resumes the download")
+    assert ok, r.stderr[-3000:]
+
+
+def test_a_refused_download_is_removed_from_the_cache(server, tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    torch.save({"lucid": {}, "x": Payload()}, tmp_path / "evil.ckpt")
+    server.files["/evil.ckpt"] = (tmp_path / "evil.ckpt").read_bytes()
+    root = tiny_root("det", tmp_path / "data")
+    url = f"http://127.0.0.1:{server.server_port}/evil.ckpt"
+    r = run_lucid(*fast_fit_args("det", root, tmp_path / "runs"), "--model.weights", url,
+                  env={"LUCIDYOLO_CACHE_DIR": str(tmp_path / "cache")})
+    text = " ".join(r.stderr.split())
+    ok = r.returncode == 2 and "Refused checkpoint" in text and "deleted from the cache" in text and not marker.exists()
+    record("fit det --model.weights URL", "an unsafe file", r.returncode, ok, "refused unrun; removed from the cache")
+    assert ok, r.stderr[-3000:]
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_a_missing_weights_file_is_named_before_the_dataset_is_read(tmp_path):
+    (tmp_path / "empty").mkdir()  # not a dataset: a scan first would refuse it and never reach the weights
+    r = run_lucid("fit", "det", "--data-root", str(tmp_path / "empty"), "--model.weights", str(tmp_path / "nope.pt"),
+                  "--trainer.default_root_dir", str(tmp_path / "runs"))
+    assert r.returncode == 2 and f"`model.weights` file not found: {tmp_path / 'nope.pt'}" in r.stderr, r.stderr
 
 
 def test_a_crafted_checkpoint_is_refused_on_the_weights_path_before_it_runs(tmp_path):
@@ -212,3 +280,18 @@ def test_file_urls_run_folders_and_conflicting_digests(tmp_path):
         resolve_weights(f"{url}#sha256={digest}", sha256="f" * 64)
     with pytest.raises(UserError, match="holds no checkpoint"):
         resolve_weights(str(tmp_path / "runs"))
+
+
+def test_a_raw_pickle_is_refused_without_torchs_warning(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    (tmp_path / "raw.pt").write_bytes(pickle.dumps({"x": Payload()}, protocol=4))  # not torch's zip format
+    r = run_lucid("eval", "--checkpoint", str(tmp_path / "raw.pt"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: Cannot read checkpoint"), r.stderr
+    assert "Warning" not in r.stderr and "site-packages" not in r.stderr and not marker.exists()
