@@ -88,14 +88,16 @@ def main(argv: list[str] | None = None) -> int:
             stats = report.stats_of(path, iou_type)
             print(f"eval {path} {iou_type}: AP {stats['AP']:.4f}, AP50 {stats['AP50']:.4f}")
 
-    # 4. Predict on one image (a path, a folder, a glob, a numpy RGB array or a PIL image).
-    #    Tensors are in the image's own pixels; the checkpoint carries class names and training size.
+    # 4. Predict on one image (a path, a folder, a glob, a numpy array (BGR, as cv2.imread gives, unless
+    #    channels="rgb") or a PIL image); model(image) says the same. Tensors are in the image's own
+    #    pixels; the checkpoint carries class names and training size.
     image = args.image or open_source(data_root, "val", model.spec.fields).image_path(0)
     (one,) = model.predict(image, conf=args.conf)
     print(f"{len(one)} detection(s) at conf >= {args.conf} in {image} ({one.width}x{one.height})")
-    assert one.boxes is not None and one.scores is not None and one.labels is not None
-    for box, score, label in zip(one.boxes[:5].tolist(), one.scores[:5].tolist(), one.labels[:5].tolist(), strict=True):
-        print(f"  {one.names[label]} {score:.3f} box {[round(v, 2) for v in box]}")  # x1, y1, x2, y2
+    assert one.boxes is not None
+    for box in one.boxes[:5]:  # one view per row: box.xyxy (1, 4), box.conf (1,), box.cls (1,)
+        print(f"  {model.names[int(box.cls[0])]} {float(box.conf[0]):.3f} "
+              f"box {[round(v, 2) for v in box.xyxy[0].tolist()]}")  # x1, y1, x2, y2
     drawn = one.save(workdir / "prediction.jpg")  # the task's drawing; one.plot() is the same as an array
     print(f"drawn: {drawn}")
 

@@ -5,14 +5,15 @@
     from lucidyolo import Model
 
     model = Model.new("det", variant="n")                    # untrained; any task or alias, plugins too
-    fit = model.fit("data/shapes", trainer__max_epochs=10)   # as `lucid fit det --data-root ...`
-    report = model.evaluate()                                # as `lucid eval` on the run's val split
-    (pred,) = model.predict("photo.jpg", conf=0.25)          # as `lucid predict`, as tensors
-    pred.boxes, pred.scores, pred.labels                     # (N, 4) xyxy px, (N,), (N,) int64
-    pred.save("photo_pred.jpg")
+    fit = model.fit("data/shapes", trainer__max_epochs=10)   # as `lucid fit det --data-root ...`, same epoch lines
+    report = model.evaluate()                                # as `lucid eval` on the run's val split (or .val())
+    report.box.map, report.box.map50, report.box.maps        # mAP50-95, mAP50, per class
+    (pred,) = model("photo.jpg", conf=0.25)                  # as `lucid predict` (model.predict)
+    pred.boxes.xyxy, pred.boxes.conf, pred.boxes.cls         # (N, 4) px, (N,), (N,) int64; model.names[int(c)]
+    pred.save()                                              # photo_pred.jpg
     model.export("onnx")
 
-    tuned = Model.load("runs/det/version_0")                 # a run folder, a checkpoint or a weights file
+    tuned = Model("runs/det/version_0")                      # a run folder, a checkpoint, a weights file or URL
     tuned.fit("data/other", trainer={"max_epochs": 5})       # fine-tunes from it (model.weights)
 
 Every step is the library call behind a ``lucid`` command, resolved and checked
@@ -23,12 +24,14 @@ what / why / fix, the errors on which ``lucid`` exits 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lucidyolo.api.results import EvalReport, ExportResult, FitResult
-from lucidyolo.errors import ConfigError, DataError, NotAvailableError, UserError
+from lucidyolo.errors import ConfigError, DataError, NotAvailableError, RunInterrupted, UserError
 
 if TYPE_CHECKING:
     from lucidyolo.api.prediction import FieldLayout, Prediction
@@ -40,12 +43,21 @@ if TYPE_CHECKING:
 class Model:
     """A model of one task: untrained (:meth:`new`) or backed by a checkpoint (:meth:`load`, or after :meth:`fit`).
 
-    Build it with :meth:`new` or :meth:`load`, not with the constructor.
+    ``Model(source)`` is :meth:`load` (a checkpoint, run folder, weights file or URL); :meth:`new`
+    describes an untrained one.
     """
 
-    def __init__(self, spec: TaskSpec, *, options: Mapping[str, Any] | None = None,
-                 names: Sequence[str] | None = None, restored: Restored | None = None,
-                 checkpoint: Path | None = None) -> None:
+    def __init__(self, source: str | Path) -> None:
+        """The trained model in ``source``, as :meth:`load` (which see for what it accepts and raises)."""
+        loaded = type(self).load(source)
+        self.__dict__.update(loaded.__dict__)
+
+    @classmethod
+    def _build(cls, spec: TaskSpec, *, options: Mapping[str, Any] | None = None,
+               names: Sequence[str] | None = None, restored: Restored | None = None,
+               checkpoint: Path | None = None) -> Model:
+        """The internal constructor behind :meth:`new`, :meth:`load` and ``Model(source)``."""
+        self = cls.__new__(cls)
         self._spec = spec
         self._options: dict[str, Any] = dict(options or {})  # `model` keys Model.new was given
         self._names = list(names) if names is not None else None
@@ -53,6 +65,7 @@ class Model:
         self._checkpoint = checkpoint
         self._predictors: dict[tuple[str, int | None, str], Predictor] = {}
         self._layout: dict[str, FieldLayout] | None = None
+        return self
 
     # ------------------------------------------------------------------ construction
 
@@ -93,7 +106,7 @@ class Model:
                 )
         options = {"variant": variant, "num_classes": num_classes, **model_options}
         resolve_config(spec, overrides={"model": options})  # every key and value checked now, not after loading data
-        return cls(spec, options=options, names=names)
+        return cls._build(spec, options=options, names=names)
 
     @classmethod
     def load(cls, source: str | Path) -> Model:
@@ -118,7 +131,7 @@ class Model:
             if path.is_dir():
                 path = checkpoint_in(path, "Model.load")
         restored = restore(path)
-        return cls(restored.spec, restored=restored, checkpoint=path)
+        return cls._build(restored.spec, restored=restored, checkpoint=path)
 
     # ------------------------------------------------------------------ what it is
 
@@ -160,6 +173,11 @@ class Model:
         return list(self._names or [])
 
     @property
+    def names(self) -> dict[int, str]:
+        """The classes as ``{index: name}`` (:attr:`class_names` as a dict; ``names[int(cls)]``)."""
+        return dict(enumerate(self.class_names))
+
+    @property
     def img_size(self) -> int | None:
         """The input size the model was trained at (None for an untrained model)."""
         return int(self._restored.config.data.img_size) if self._restored is not None else None
@@ -176,8 +194,8 @@ class Model:
     # ------------------------------------------------------------------ training
 
     def fit(self, data_root: str | Path | None = None, *, config: str | Path | Sequence[str | Path] | None = None,
-            weights: str | Path | None = None, log: Callable[[str], None] | None = None, progress_bar: bool = False,
-            **overrides: Any) -> FitResult:
+            weights: str | Path | None = None, verbose: bool = True, log: Callable[[str], None] | None = None,
+            progress_bar: bool = False, **overrides: Any) -> FitResult:
         """Train, as ``lucid fit TASK``; afterwards the model is the run's best checkpoint.
 
         Args:
@@ -188,7 +206,9 @@ class Model:
             weights: start from these weights (``model.weights``): a checkpoint, weights file, run
                 directory or URL; classes are matched by name. A loaded model starts from its own
                 checkpoint unless this (or ``model__weights``) says otherwise.
-            log: receives the run's status lines as plain text (nothing is printed without it), e.g. ``print``.
+            verbose: print the run's status lines and one line per epoch (losses, lr, img/s, the task's
+                metrics, time left) to stdout, as ``lucid fit`` does; False prints nothing.
+            log: receives those lines as plain text instead of stdout (whatever ``verbose`` says).
             progress_bar: show Lightning's progress bar.
             **overrides: config overrides, highest precedence, in any of three spellings:
                 a section dict ``trainer={"max_epochs": 2}``, a ``section__key`` keyword
@@ -207,7 +227,10 @@ class Model:
             ConfigError: an unknown key (with a did-you-mean) or a bad value, before anything runs.
             DataError: the dataset cannot be read, or its classes differ from :meth:`new`'s ``names``.
             NotAvailableError: the task's plugin provides no training hooks.
-            RunInterrupted: SIGINT / SIGTERM stopped the run (a ``BaseException``).
+            KeyboardInterrupt: Ctrl-C (SIGINT) stopped the run: its message is ``lucid fit``'s one line with
+                the command that continues from the last finished epoch (also its ``resume`` attribute);
+                the line is printed to stderr too unless ``verbose=False``.
+            RunInterrupted: SIGTERM (or another handled signal) stopped the run (a ``BaseException``).
         """
         from lucidyolo.api.overrides import nest_overrides
         from lucidyolo.config.overrides import deep_merge
@@ -245,7 +268,20 @@ class Model:
         from lucidyolo.config.resolve import config_to_yaml
         from lucidyolo.engine.fit import run_fit
 
-        out = run_fit(spec, cfg, log=_plain(log) if log is not None else None, progress_bar=progress_bar)
+        sink = log if log is not None else (_stdout if verbose else None)
+        try:
+            out = run_fit(spec, cfg, log=_plain(sink) if sink is not None else None, progress_bar=progress_bar)
+        except RunInterrupted as stop:
+            if stop.signum != signal.SIGINT:
+                raise
+            # Ctrl-C: the CLI's line instead of the ~50 frames of Lightning's loop, as a KeyboardInterrupt so a
+            # script or notebook stops; `from None` leaves a traceback of the caller's line and this one
+            message = stop_message(stop)
+            if verbose:
+                print(message, file=sys.stderr, flush=True)
+            interrupted = KeyboardInterrupt(message)
+            interrupted.resume = stop.resume  # type: ignore[attr-defined]
+            raise interrupted from None
         best = Path(out["best"])
         self._use_checkpoint(best)
         import yaml
@@ -287,6 +323,11 @@ class Model:
             save_json: also write the raw results here (COCO results JSON).
             masks: deprecated, ``options={"masks": ...}``; ignored by a task without that option.
 
+        Returns:
+            :class:`EvalReport`: the whole report (``.report``, ``.stats``, ``.metrics``) and the task's
+            metric families by the names its spec declares, e.g. ``report.box.map`` (mAP50-95),
+            ``.map50``, ``.map75``, ``.maps`` (per class, indexed by class).
+
         Raises:
             UserError: an untrained model, a dataset with other classes, a bad size or device, an
                 evaluation option the task does not declare or a value not of its type.
@@ -308,37 +349,53 @@ class Model:
             save_json=Path(save_json) if save_json is not None else None, options=options,
             fallback_options=fallback,
         )
-        return EvalReport(report)
+        return EvalReport(report, families=dict(self._spec.metrics.families), names=self.class_names)
+
+    def val(self, data_root: str | Path | None = None, **kwargs: Any) -> EvalReport:
+        """:meth:`evaluate` under the name other YOLO trainers use (same arguments, same report)."""
+        return self.evaluate(data_root, **kwargs)
 
     # ------------------------------------------------------------------ inference
 
+    def __call__(self, source: Any, **kwargs: Any) -> list[Prediction] | Iterator[Prediction]:
+        """:meth:`predict`: ``model(source, conf=0.25, ...)``."""
+        return self.predict(source, **kwargs)
+
     def predict(self, source: Any, *, conf: float = 0.25, decoder: str | None = None, img_size: int | None = None,
-                device: str = "auto", batch_size: int = 16) -> list[Prediction]:
+                device: str = "auto", batch_size: int = 16, channels: str = "bgr",
+                stream: bool = False) -> list[Prediction] | Iterator[Prediction]:
         """Predict images, as ``lucid predict``; one :class:`~lucidyolo.api.prediction.Prediction` per image.
 
         Args:
-            source: an image file, a folder, a glob, an ``(H, W, 3)`` uint8 RGB numpy array, a PIL image,
-                or a list of these.
+            source: an image file, a folder, a glob, an ``(H, W, 3)`` uint8 numpy array (in ``channels``
+                order), a PIL image, or a list of these; with ``stream=True`` also a video file.
             conf: keep rows scoring at least this, in ``[0, 1]``.
             decoder: one of the task's decode paths (``None``: its default, the first of its
                 ``decode_paths``; the built-in tasks: ``"e2e"``, or ``"nms"``).
             img_size: input size (default: the size the model was trained at), a multiple of 32.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             batch_size: images per forward pass (the answers do not depend on it, to float rounding).
+            channels: the channel order of numpy arrays: ``"bgr"`` (the default: what ``cv2.imread`` and
+                OpenCV video frames give, and what other YOLO trainers' APIs expect) or ``"rgb"`` (PIL,
+                imageio, matplotlib arrays). Files and PIL images ignore it.
+            stream: return a generator that reads, predicts and yields batch by batch, so a folder of any
+                size or a video (frame by frame; ``Prediction.frame`` is the frame index) is never held in
+                memory at once. The source is checked now; images are read as the generator is consumed.
 
-        Each result holds tensors in original-image pixels: ``boxes (N, 4)`` xyxy float32, ``scores (N,)``,
-        ``labels (N,)`` int64, and what the task adds (``masks (N, H, W)`` bool, ``rboxes (N, 5)``,
-        ``keypoints (N, K, 3)``...); ``plot()`` / ``save(path)`` draw them; ``to_json()`` is the dict
-        ``lucid predict --output`` writes for the image.
+        Each result holds, in original-image pixels: ``boxes`` (``.xyxy (N, 4)``, ``.xywh``, ``.conf (N,)``,
+        ``.cls (N,)`` int64), and what the task adds (``masks.data (N, H, W)`` bool / ``masks.xy``,
+        ``obb.xywhr (N, 5)``, ``keypoints.xy (N, K, 2)`` / ``.conf (N, K)``...); the plain tensors are
+        ``scores``, ``labels`` and ``fields``. ``plot()`` / ``show()`` / ``save()`` draw them; ``to_json()``
+        is the dict ``lucid predict --output`` writes for the image.
 
         Raises:
-            UserError: an untrained model, a bad ``conf`` / ``decoder`` / ``img_size`` / device / batch size,
-                a source that names no image (a video: ``lucid predict`` reads those) or an array that is not
-                ``(H, W, 3)`` uint8.
+            UserError: an untrained model, a bad ``conf`` / ``decoder`` / ``img_size`` / device / batch size /
+                ``channels``, a source that names no image (a video without ``stream=True``) or an array
+                that is not ``(H, W, 3)`` uint8.
         """
-        from lucidyolo.api.images import image_items
-        from lucidyolo.api.prediction import NAME_KEY, Prediction, fields_from_rows
-        from lucidyolo.engine.fit import quiet_known_warnings
+        from lucidyolo.api.images import image_items, stream_items
+        from lucidyolo.api.prediction import check_channels
+        from lucidyolo.engine.known_warnings import quiet_known_warnings
         from lucidyolo.engine.predict import check_predict_args
 
         quiet_known_warnings()
@@ -346,21 +403,33 @@ class Model:
         check_predict_args(conf, api=True)
         if batch_size < 1:
             raise UserError(f"Model.predict got batch_size={batch_size}.", fix="Use e.g. batch_size=16.")
-        items = image_items(source)
+        order = check_channels(channels, "Model.predict")
+        if stream:
+            frames = stream_items(source, order)  # checked now; read as the generator runs
+            predictor = self._predictor(decoder, img_size, device)
+            return self._predict_batches(frames, predictor, conf, batch_size)
+        items = [(path, None, read) for path, read in image_items(source, order)]
         predictor = self._predictor(decoder, img_size, device)
-        results = []
-        for start in range(0, len(items), batch_size):  # read a batch, one forward pass: letterbox evens sizes
-            chunk = items[start:start + batch_size]
-            images = [read() for _, read in chunk]
-            for (path, _), image, outcome in zip(chunk, images, predictor.batch(images, conf), strict=True):
+        return list(self._predict_batches(iter(items), predictor, conf, batch_size))
+
+    def _predict_batches(self, items: Iterator[tuple[Path | None, int | None, Callable[[], Any]]],
+                         predictor: Predictor, conf: float, batch_size: int) -> Iterator[Prediction]:
+        """One :class:`Prediction` per item, read and predicted ``batch_size`` at a time."""
+        from itertools import islice
+
+        from lucidyolo.api.prediction import NAME_KEY, Prediction, fields_from_rows
+
+        while chunk := list(islice(items, batch_size)):  # read a batch, one forward pass: letterbox evens sizes
+            images = [read() for _, _, read in chunk]
+            for (path, frame, _), image, outcome in zip(chunk, images, predictor.batch(images, conf), strict=True):
                 hw = (int(image.shape[0]), int(image.shape[1]))
                 layout = self._field_layout(predictor, outcome, hw, conf)
-                results.append(Prediction(
+                yield Prediction(
                     path=path, image=image, names=list(predictor.class_names), rows=outcome.rows,
                     fields=fields_from_rows(outcome.rows, layout, hw),
                     label_names=[str(r.get(NAME_KEY, "")) for r in outcome.rows], drawer=predictor.draw,
-                ))
-        return results
+                    frame=frame,
+                )
 
     def _predictor(self, decoder: str | None, img_size: int | None, device: str) -> Predictor:
         from lucidyolo.engine.predict import Predictor
@@ -397,8 +466,9 @@ class Model:
         """Write the model for deployment or sharing, as ``lucid export``.
 
         Args:
-            format: ``"onnx"`` (the deployed graph with the task's named outputs) or ``"weights"`` (a slim
-                weights file that :meth:`load`, ``--model.weights`` and every command read).
+            format: ``"onnx"``, ``"torchscript"`` or ``"openvino"`` (the deployed graph with the task's named
+                outputs; OpenVINO writes ``.xml`` + ``.bin``) or ``"weights"`` (a slim weights file that
+                :meth:`load`, ``--model.weights`` and every command read).
             output: the file to write (default: beside the checkpoint, ``.onnx`` / ``.weights.pt``).
             img_size: ONNX input size (default: the training size).
             dynamic_batch: ONNX with a dynamic batch dimension.
@@ -416,7 +486,7 @@ class Model:
         checkpoint = self._require_checkpoint("export")
         out = run_export(checkpoint, fmt=format, img_size=img_size, dynamic_batch=dynamic_batch, check=check,
                          output=Path(output) if output is not None else None, ema=ema, half=half, keep_raw=keep_raw)
-        written = out.get("onnx") or out.get("weights")
+        written = out.get("path") or out.get("onnx") or out.get("weights")
         return ExportResult(path=Path(str(written)), format=format, details=out)
 
     # ------------------------------------------------------------------ helpers
@@ -445,6 +515,19 @@ class Model:
         self._predictors.clear()
         self._layout = None
         self._restored = self._require_restored("fit")
+
+
+def stop_message(stop: RunInterrupted) -> str:
+    """The one line ``lucid`` prints when a signal stops a command: ``Stopped by Ctrl-C (SIGINT). Fix: ...``."""
+    name = {2: "Ctrl-C (SIGINT)", 15: "SIGTERM"}.get(stop.signum, f"signal {stop.signum}")
+    fix = stop.fix or (f"Continue from the last finished epoch with `{stop.resume}`." if stop.resume else
+                       "Run the command again: the files it had finished are whole (each is written to a "
+                       "temporary file and renamed), the rest were not started.")
+    return f"Stopped by {name}. Fix: {fix}"
+
+
+def _stdout(line: str) -> None:
+    print(line, flush=True)  # flushed: a script's output piped to a file or a notebook shows each epoch as it ends
 
 
 def _plain(log: Callable[[str], None]) -> Callable[[str], None]:

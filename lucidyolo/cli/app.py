@@ -17,7 +17,7 @@ from lucidyolo._version import __version__
 from lucidyolo.cli import data, export, fit, gate, model, plugins, predict
 from lucidyolo.cli import evaluate as eval_cmd
 from lucidyolo.cli.console import print_user_error, set_verbosity
-from lucidyolo.cli.vocabulary import HabitCommand
+from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
 from lucidyolo.errors import RunInterrupted, UserError
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,
+    cls=HabitGroup,  # `lucid train` names `lucid fit`; flags show no <bool>
 )
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 
 from lucidyolo.cli.tile import app as tile_app
-from lucidyolo.cli.vocabulary import HabitCommand
+from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
 
-app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False, cls=HabitGroup)
 app.add_typer(tile_app, name="tile", help="Cut large scenes into training tiles.")
 
 
@@ -22,10 +22,16 @@ def check(
     splits: str = typer.Option("train,val", "--splits", help="Comma-separated splits to check."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
     decode: bool = typer.Option(False, "--decode", help="Decode every image fully (slow, thorough)."),
-    train_images: Path = typer.Option(None, "--train-images"),
-    train_ann_file: Path = typer.Option(None, "--train-ann-file"),
-    val_images: Path = typer.Option(None, "--val-images"),
-    val_ann_file: Path = typer.Option(None, "--val-ann-file"),
+    train_images: Path = typer.Option(
+        None, "--train-images", help="Training image folder, with --train-ann-file, instead of a root (fit: data.train_images)."
+    ),
+    train_ann_file: Path = typer.Option(
+        None, "--train-ann-file", help="The COCO JSON of --train-images."
+    ),
+    val_images: Path = typer.Option(None, "--val-images", help="Validation image folder, with --val-ann-file."),
+    val_ann_file: Path = typer.Option(
+        None, "--val-ann-file", help="The COCO JSON of --val-images."
+    ),
 ) -> None:
     """Read a dataset the way training will; print counts, the class count, the first bad label file:line and every bad image."""
     from lucidyolo.data.check import check_dataset, infer_fields
@@ -107,7 +113,10 @@ def _print_report(report) -> None:
     if report.error:
         err.print(f"[bold red]error:[/bold red] {escape(report.error)}", highlight=False, soft_wrap=True)
     if report.num_classes is not None:
-        out.print(f"Set [bold]model.num_classes = {report.num_classes}[/bold] (e.g. --model.num_classes {report.num_classes}).")
+        n = report.num_classes
+        out.print(f"[bold]model.num_classes: auto[/bold] (the default) will read {n} classes from this dataset; "
+                  f"--model.num_classes {n} pins the count (a set with another count is then refused).",
+                  highlight=False)
 
 
 @app.command("synth", cls=HabitCommand)

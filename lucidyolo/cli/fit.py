@@ -19,7 +19,7 @@ def fit(
     ctx: typer.Context,
     task: str = typer.Argument(..., help=_task_help(), show_default=False),
     config: list[str] = typer.Option(
-        [], "--config", "-c", help="Packaged preset name (e.g. det_nano_smoke.yaml) or YAML file; repeatable."
+        [], "--config", "-c", metavar="PRESET|FILE", help="Packaged preset name (e.g. det_nano_smoke.yaml) or YAML file; repeatable."
     ),
     data_root: Path | None = typer.Option(None, "--data-root", help="Dataset root (COCO, YOLO or DOTA layout)."),
     print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config as YAML and exit."),

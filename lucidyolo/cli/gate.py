@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from lucidyolo.cli.vocabulary import HabitCommand
+from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, cls=HabitGroup)
 
 
 @app.command("overfit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, cls=HabitCommand)

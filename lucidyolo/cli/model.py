@@ -6,9 +6,9 @@ import json
 
 import typer
 
-from lucidyolo.cli.vocabulary import HabitCommand
+from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
 
-app = typer.Typer(help="Inspect YOLO26 model variants.", no_args_is_help=True)
+app = typer.Typer(help="Inspect YOLO26 model variants.", no_args_is_help=True, cls=HabitGroup)
 
 
 @app.callback()

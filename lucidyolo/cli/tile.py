@@ -13,9 +13,9 @@ from pathlib import Path
 
 import typer
 
-from lucidyolo.cli.vocabulary import HabitCommand, renamed
+from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup, renamed
 
-app = typer.Typer(help="Cut large scenes into training tiles.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Cut large scenes into training tiles.", no_args_is_help=True, add_completion=False, cls=HabitGroup)
 
 
 @app.command("dota", cls=HabitCommand)

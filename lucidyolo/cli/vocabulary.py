@@ -7,6 +7,12 @@ options ends with exit 2 and a did-you-mean, through the same
 :class:`~lucidyolo.errors.UserError` printer as every other mistake.
 ``lucid fit`` and ``lucid gate overfit`` take dotted overrides, so their
 leftover tokens are answered by :func:`lucidyolo.config.overrides.parse_overrides`.
+The ``lucid`` group is a :class:`HabitGroup`: another trainer's command (``train``, ``val``,
+``detect train``) is answered with ours (``lucid fit``, ``lucid eval``, ``lucid fit det``).
+
+Help pages: a docstring's paragraphs are reflowed to the terminal (typer's rich mode keeps
+the docstring's own line breaks, which a terminal of another width wraps raggedly), and a
+flag (``--json``, ``--help``) shows no ``<bool>`` value, as it takes none.
 
 :func:`renamed` keeps an old option spelling working for one release, with one
 line on stderr naming the new one.
@@ -14,10 +20,11 @@ line on stderr naming the new one.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, TypeVar
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from lucidyolo.errors import ConfigError
 
@@ -40,8 +47,36 @@ def _command_path(ctx: Any) -> str:
     return ctx.command_path or "lucid"
 
 
+def reflow(text: str | None) -> str | None:
+    r"""A docstring with each paragraph on one line, for the help page to wrap at the terminal's width.
+
+    A paragraph that starts with ``\b`` (click's "keep these lines") and anything after ``\f`` stay as written.
+    """
+    if not text:
+        return text
+    shown, cut, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = [p if p.startswith("\b") else " ".join(ln.strip() for ln in p.splitlines())
+                  for p in shown.split("\n\n")]
+    return "\n\n".join(paragraphs) + cut + rest
+
+
+def _flags_without_metavar(params: list[Any]) -> list[Any]:
+    """The params, each flag shown without a value (typer's rich help prints ``<bool>`` after ``--json``)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and getattr(param, "metavar", "") is None:
+            param.metavar = ""
+    return params
+
+
 class HabitCommand(TyperCommand):
     """A Typer command whose unknown options and stray ``word=value`` arguments get our spelling as a did-you-mean."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflow(self.help)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_metavar(super().get_params(ctx))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         typed = list(args)  # click's parser consumes the list it is given
@@ -71,7 +106,7 @@ class HabitCommand(TyperCommand):
         if unknown and all(unknown != w for w, _, _ in words):
             words.append((unknown, unknown, None))
         for word, token, value in words:
-            hint = suggest(word, options, config_keys=False)
+            hint = suggest(word, options, config_keys=False, value=value)
             if hint is None:
                 continue
             path = _command_path(ctx)
@@ -83,6 +118,33 @@ class HabitCommand(TyperCommand):
                 fix=f"Write {hint.example(value)}. Run `{path} --help` for the options.",
             )
         return None
+
+
+class HabitGroup(TyperGroup):
+    """A Typer group whose unknown command, when it is another trainer's (``train``, ``val``), names ours."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflow(self.help)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_metavar(super().get_params(ctx))
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except _UsageError:
+            from lucidyolo.config.habits import command_for
+
+            found = command_for(args[:2], _task_named) if args and ctx.parent is None else None
+            if found is None:
+                raise
+            command, why, example = found
+            raise ConfigError(
+                f"No such command {args[0]!r}; did you mean `{command}`?",
+                why=why if why.startswith("`") else f"`{args[0]}` is another trainer's word; here {why}",
+                fix=f"Write `{example}`. Run `{command.split()[0]} {command.split()[1]} --help` for its options.",
+            ) from None
 
 
 def renamed(old_value: T | None, new_value: T | None, old: str, new: str) -> T | None:
@@ -106,3 +168,14 @@ def renamed(old_value: T | None, new_value: T | None, old: str, new: str) -> T |
         highlight=False, markup=False, soft_wrap=True,
     )
     return old_value
+
+
+def _task_named(word: str) -> str | None:
+    """Our task for a task word or alias (``detect`` -> ``det``), by the registry; None for another word."""
+    from lucidyolo.errors import PluginError
+    from lucidyolo.tasks.registry import get_task
+
+    try:
+        return get_task(word).name
+    except PluginError:
+        return None

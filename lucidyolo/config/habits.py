@@ -9,13 +9,16 @@ did-you-mean naming our key, so a habit costs one retry instead of a search.
 :func:`suggest` is used in two places: :func:`lucidyolo.config.overrides.parse_overrides`
 (the leftover tokens of ``lucid fit`` and ``lucid gate overfit``) and
 :class:`lucidyolo.cli.vocabulary.HabitCommand` (every other command's
-unknown options and stray ``word=value`` arguments).
+unknown options and stray ``word=value`` arguments). :func:`command_for` answers another
+trainer's first words (``train``, ``val``, ``detect train``) with our command
+(:class:`lucidyolo.cli.vocabulary.HabitGroup`, the ``lucid`` group itself).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -58,8 +61,8 @@ HABITS: dict[str, Habit] = {
                  option="--img-size"),
     "batch": Habit(
         "data.batch_size",
-        "the batch size is a data-loader setting: images per device per step (the learning rate is scaled from "
-        "`model.lr_reference_batch`).",
+        "the batch size is a data-loader setting: images per device per step (`model.lr` is given at the global "
+        "batch `model.lr_reference_batch`; `model.lr_scaling` says whether it follows yours).",
         option="--batch-size",  # `lucid eval --batch-size`
     ),
     "data": Habit(
@@ -179,7 +182,46 @@ def _config_leaves() -> dict[str, str]:
     return out
 
 
-def suggest(word: str, options: Collection[str] = (), config_keys: bool = True) -> Suggestion | None:
+PUBLISHED_NAME = re.compile(r"yolo26([nsmlx])(?:-(seg|obb|pose))?\.pt", re.IGNORECASE)
+"""A published YOLO26 weights file's name: the variant letter, then the task suffix (none: detection)."""
+
+_WEIGHTS_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors")
+
+
+def _model_word(value: str | None, options: Collection[str], config_keys: bool) -> Suggestion | None:
+    """``model=VALUE`` by what VALUE is: a checkpoint to run (``--checkpoint``), weights to start from, or a size."""
+    if "--checkpoint" in options:  # eval, predict, export: the model is the checkpoint they run
+        return Suggestion(
+            "--checkpoint",
+            "the model a command runs is `--checkpoint`: a lucid checkpoint, its run folder, or a published YOLO26 "
+            "file (yolo26n.pt, yolo26s-seg.pt, ...); its task and variant come from the file.",
+            True,
+        )
+    if not config_keys or not value:
+        return None
+    name = value.replace("\\", "/").rsplit("/", 1)[-1]
+    published = PUBLISHED_NAME.fullmatch(name)
+    if published is not None or name.lower().endswith(_WEIGHTS_SUFFIXES) or "://" in value:
+        why = ("weights to start from are `model.weights` (a file, a run folder or a URL); the size row "
+               "(`model.variant`) is read from the file when not given.")
+        if published is not None:
+            # the suffix (-seg, -obb, -pose) is a task name or alias `lucid fit` takes; none is the publisher's
+            # detection model (the config layer does not consult the task registry)
+            task = (published.group(2) or "det").lower()
+            why += f" {name} is the {task} model of variant {published.group(1).lower()!r} (`lucid fit {task}`)."
+        return Suggestion("model.weights", why, True)
+    if value.lower() in ("n", "s", "m", "l", "x"):
+        return Suggestion("model.variant", HABITS["model"].why, True, value.lower())
+    sized = re.fullmatch(r"yolo26([nsmlx])(?:-\w+)?\.ya?ml", name, flags=re.IGNORECASE)
+    if sized is not None:  # a model definition file: here the TASK argument plus the size row
+        return Suggestion("model.variant", "a model is the TASK argument (det, seg, obb, keypoints) and a size row "
+                          "n, s, m, l or x (`model.variant`); the layers are lucid's own.", True,
+                          sized.group(1).lower())
+    return None
+
+
+def suggest(word: str, options: Collection[str] = (), config_keys: bool = True,
+            value: str | None = None) -> Suggestion | None:
     """Our spelling for an unknown word, or None when nothing is close.
 
     Order: a habit from :data:`HABITS` (the command's own option when it has it, else the dotted key); a close
@@ -190,9 +232,12 @@ def suggest(word: str, options: Collection[str] = (), config_keys: bool = True) 
         word: the word as typed, with or without leading dashes (``--imgsz``, ``imgsz``).
         options: the command's own long options (``--data-root``, ``--config``, ...).
         config_keys: whether dotted config keys are an answer (commands that take overrides).
+        value: the value given with the word, if any: ``model=best.ckpt`` names a checkpoint, ``model=s`` a size.
     """
     bare = word.lstrip("-")
     norm = bare.lower().replace("-", "_")
+    if norm == "model" and (answer := _model_word(value, options, config_keys)) is not None:
+        return answer
     habit = HABITS.get(norm)
     if habit is not None:
         if habit.option is not None and habit.option in options:
@@ -215,3 +260,42 @@ def suggest(word: str, options: Collection[str] = (), config_keys: bool = True) 
             why = "every config key is written with its section." if "." in key else None
             return Suggestion(key, why, False)
     return None
+
+
+
+COMMAND_HABITS: dict[str, tuple[str, str]] = {
+    "train": ("fit", "training is `lucid fit TASK` (`fit` is Lightning's word), with the task as its argument "
+              "and every config key as an option."),
+    "val": ("eval", "scoring a checkpoint is `lucid eval --checkpoint RUN_DIR`; the task and classes come from "
+            "the checkpoint."),
+    "predict": ("predict", "`lucid predict --checkpoint RUN_DIR --source IMAGE` runs a checkpoint; the task comes "
+                "from the checkpoint."),
+    "export": ("export", "`lucid export --checkpoint RUN_DIR --format onnx` writes the deployed graph; the task "
+               "comes from the checkpoint."),
+}
+"""Another trainer's mode word (its command) -> our command and why it is spelled so."""
+
+_EXAMPLE = {"fit": "{task} --data-root DIR", "eval": "--checkpoint RUN_DIR --data-root DIR",
+            "predict": "--checkpoint RUN_DIR --source IMAGE", "export": "--checkpoint RUN_DIR --format onnx"}
+
+
+def command_for(words: Collection[str], task_of: Callable[[str], str | None] = lambda _word: None,
+                ) -> tuple[str, str, str] | None:
+    """Our command for another trainer's first words, or None: ``(command, why, example)``.
+
+    ``train`` -> ``lucid fit``; ``val`` -> ``lucid eval``; ``detect train`` -> ``lucid fit det`` (the task is
+    an argument of ``fit`` here, and eval, predict and export read it from the checkpoint). ``task_of`` names
+    our task for a word (the CLI passes the registry's names and aliases, which carry other trainers' words).
+    """
+    first, *rest = [str(w).lower() for w in words] or [""]
+    task = task_of(first) if first else None
+    mode = rest[0] if task is not None and rest else first if task is None else "train"
+    if mode not in COMMAND_HABITS:
+        return None
+    ours, why = COMMAND_HABITS[mode]
+    command = f"lucid {ours} {task}" if ours == "fit" and task is not None else f"lucid {ours}"
+    if task is not None:
+        typed = f"{first} {rest[0]}" if rest else first
+        why = f"`{typed}` is another trainer's order (task, then mode); here the command comes first: " + why
+    example = f"lucid {ours} " + _EXAMPLE[ours].format(task=task or "det")
+    return command, why, example

@@ -56,7 +56,7 @@ def _check_key(key: str, token: str, value: str | None, options: Collection[str]
         return key
     from lucidyolo.config.habits import suggest
 
-    hint = suggest(key, options) if key else None
+    hint = suggest(key, options, value=value) if key else None
     if hint is not None:
         what = f"Unknown argument {token!r}; did you mean `{hint.spelling}`?"
         if hint.habit:

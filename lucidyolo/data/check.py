@@ -5,7 +5,8 @@ background images, instances per class, the first bad ``file:line`` of the
 labels (reader errors, label files without an image), label files that repeat
 rows, every unusable image
 file, images whose EXIF orientation lucid ignores, and a training split
-without labels. Also the ``model.num_classes`` the user must set. No torch.
+without labels. Also the class count that ``model.num_classes: auto`` (the default) resolves to:
+nothing to set. No torch.
 """
 
 from __future__ import annotations

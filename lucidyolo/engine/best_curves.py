@@ -6,9 +6,10 @@ then a strictly higher monitored value; the checkpoint callback, which Lightning
 runs after every other callback, still holds the previous best) and, if so,
 keeps the task's ``matches(metric)``: the metric's own matching of that epoch,
 a few arrays of the size of the validation detections. At the end of fit rank
-0 draws them (:mod:`lucidyolo.engine.curve_plots`: ``{K}_pr_curve.png`` ...
-in the run folder, one set per IoU type ``K``) and logs the figures and the
-numbers to TensorBoard under ``best/{K}/``.
+0 draws them (:mod:`lucidyolo.engine.curve_plots`: ``box_pr_curve.png`` ...
+in the run folder, one set per IoU type ``K``, named by
+:func:`~lucidyolo.engine.curve_plots.plot_prefix` as ``lucid eval --plots`` names
+them) and logs the figures and the numbers to TensorBoard under ``best/{K}/``.
 
 A task without the hook (or one returning ``{}``) gets no curves; nothing else changes.
 """
@@ -33,6 +34,7 @@ class BestCurves(Callback):
         monitor: the logged key ``best.ckpt`` monitors (higher is better).
         checkpoint: the ``best.ckpt`` callback (its ``best_model_score`` is the previous best).
         run_dir: where the files go.
+        plot_names: the task's file-name prefix of each IoU type (``MetricSpec.plot_names``).
     """
 
     def __init__(
@@ -41,7 +43,9 @@ class BestCurves(Callback):
         monitor: str,
         checkpoint: Any,
         run_dir: Path,
+        plot_names: Mapping[str, str] | None = None,
     ) -> None:
+        self.plot_names = dict(plot_names or {})
         self.matches = matches
         self.monitor = monitor
         self.checkpoint = checkpoint
@@ -78,21 +82,22 @@ class BestCurves(Callback):
         import numpy as np
         from PIL import Image
 
-        from lucidyolo.engine.curve_plots import write_curve_plots
+        from lucidyolo.engine.curve_plots import plot_prefix, write_curve_plots
         from lucidyolo.metrics.curves import compute_curves
 
         writer = _tensorboard(trainer)
         step = int(self.kept_epoch or 0)
         for key, found in self.kept.items():
             curves = compute_curves(found)
-            written = write_curve_plots(curves, self.run_dir, key)
+            prefix = plot_prefix(key, self.plot_names)
+            written = write_curve_plots(curves, self.run_dir, prefix)
             self.written += written
             if writer is not None:
                 # the PNGs just written, not the figures again: TensorBoard's add_figure goes through pyplot
                 for path in (p for p in written if p.suffix == ".png"):
                     with Image.open(path) as im:
                         pixels = np.asarray(im.convert("RGB"))
-                    name = path.stem.removeprefix(f"{key}_")
+                    name = path.stem.removeprefix(f"{prefix}_")
                     writer.add_image(
                         f"best/{key}/{name}", pixels, global_step=step, dataformats="HWC"
                     )

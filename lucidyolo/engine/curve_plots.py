@@ -1,13 +1,15 @@
 """PNG drawings (and the JSON of their numbers) of one IoU type's :class:`~lucidyolo.metrics.curves.Curves`.
 
-Files, for a ``prefix`` (``B`` in a run folder, ``{stem}_bbox`` for ``lucid eval --plots``):
+Files, for a ``prefix`` (:func:`plot_prefix`: ``box``, ``mask``, ``keypoints``, ``obb``; the same in a
+run folder and in ``lucid eval --plots DIR``, where a second decode path adds its name, ``nms_box``):
 
 * ``{prefix}_pr_curve.png``: precision against recall per class (up to
   :data:`MAX_LEGEND` in the legend with their AP) and the class mean, bold;
 * ``{prefix}_f1_curve.png``: F1 against confidence, the best mean-F1 confidence marked;
 * ``{prefix}_p_curve.png`` / ``{prefix}_r_curve.png``: precision / recall against confidence;
 * ``{prefix}_confusion_matrix.png`` (counts) and ``{prefix}_confusion_matrix_normalized.png``
-  (each true-class row divided by its sum), background last;
+  (each true-class row divided by its sum, 2 decimals): rows are the true class, columns the
+  predicted one, background last (:func:`confusion_cells` decides every label and cell text);
 * ``{prefix}_curves.json``: :meth:`Curves.to_json`.
 
 matplotlib is imported here only (object-oriented API on an Agg canvas, as
@@ -17,6 +19,7 @@ matplotlib is imported here only (object-oriented API on an Agg canvas, as
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,54 @@ MAX_LEGEND = 10
 
 MAX_MATRIX_LABELS = 30
 """Classes whose names label the confusion matrix (more: no tick labels, no cell numbers)."""
+
+TRUE_AXIS = "true class"
+PREDICTED_AXIS = "predicted class"
+BACKGROUND_ROW = "background (false detection)"
+"""The last row: detections that match no ground truth."""
+BACKGROUND_COLUMN = "background (missed)"
+"""The last column: ground truths no detection found."""
+
+
+def plot_prefix(key: str, names: Mapping[str, str] | None = None) -> str:
+    """The file-name prefix of the curves of IoU type ``key``: the task's name for it
+    (``MetricSpec.plot_names``: ``"B"`` and ``"bbox"`` both ``"box"``), else ``key`` made file-safe."""
+    import re
+
+    return (names or {}).get(key) or re.sub(r"[^A-Za-z0-9]+", "_", key).strip("_") or "curves"
+
+
+def confusion_values(cm: np.ndarray, normalise: bool) -> np.ndarray:
+    """``cm`` as drawn: float counts, or each row divided by its sum (an empty row stays 0)."""
+    values = np.asarray(cm, dtype=np.float64)
+    if normalise:
+        sums = values.sum(axis=1, keepdims=True)
+        values = np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
+    return values
+
+
+def confusion_cells(cm: np.ndarray, normalise: bool, cmap: str = "Blues") -> list[tuple[int, int, str, str]]:
+    """``(row, column, text, colour)`` of every non-zero cell of the drawn matrix.
+
+    ``text`` is the count, or the row share with 2 decimals (``normalise``); ``colour``
+    is ``"white"`` or ``"black"``, whichever contrasts more with the cell's own colour in
+    ``cmap`` (the colour scale :func:`confusion_figure` uses; WCAG relative luminance).
+    """
+    from matplotlib import colormaps
+
+    values = confusion_values(cm, normalise)
+    top = 1.0 if normalise else max(float(values.max(initial=0.0)), 1.0)
+    colours = colormaps[cmap]
+    cells = []
+    for i, j in zip(*np.nonzero(values), strict=True):
+        v = float(values[i, j])
+        rgb = np.asarray(colours(v / top)[:3])
+        linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+        luminance = float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+        # the text colour of higher contrast (WCAG): white and black tie at a luminance of 0.179
+        colour = "white" if luminance < 0.179 else "black"
+        cells.append((int(i), int(j), f"{v:.2f}" if normalise else f"{int(round(v))}", colour))
+    return cells
 
 
 def _figure(size: tuple[float, float] = (6.0, 4.5)) -> Any:
@@ -123,40 +174,42 @@ def curve_figures(curves: Curves) -> dict[str, Any]:
     return figs
 
 
-def _confusion_figure(curves: Curves, normalise: bool) -> Any:
-    cm = curves.confusion.astype(np.float64)
-    if normalise:
-        sums = cm.sum(axis=1, keepdims=True)
-        cm = np.divide(cm, sums, out=np.zeros_like(cm), where=sums > 0)
-    n = cm.shape[0]
-    labels = [*curves.matches.names, "background"]
-    side = min(max(4.5, 0.45 * n + 2.0), 16.0)
+def confusion_figure(
+    cm: np.ndarray, names: list[str] | tuple[str, ...], normalise: bool, iou: float, conf: float,
+) -> Any:
+    """The confusion matrix ``cm`` (``(C + 1, C + 1)``, rows true, columns predicted, background last) as a figure.
+
+    Axis titles :data:`TRUE_AXIS` / :data:`PREDICTED_AXIS`; the background row and column
+    named :data:`BACKGROUND_ROW` / :data:`BACKGROUND_COLUMN`; the cell numbers of
+    :func:`confusion_cells` (up to :data:`MAX_MATRIX_LABELS` classes).
+    """
+    values = confusion_values(cm, normalise)
+    n = values.shape[0]
+    side = min(max(5.0, 0.45 * n + 2.5), 16.0)
     fig = _figure((side + 1.0, side))
     ax = fig.add_subplot()
-    image = ax.imshow(cm, cmap="Blues", vmin=0.0, vmax=1.0 if normalise else max(cm.max(), 1.0))
-    fig.colorbar(image, ax=ax, shrink=0.8)
+    top = 1.0 if normalise else max(float(values.max(initial=0.0)), 1.0)
+    image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=top)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="share of the true class" if normalise else "count")
     if n <= MAX_MATRIX_LABELS + 1:
-        ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
-        ax.set_yticks(range(n), labels, fontsize=7)
-        high = cm.max() / 2 if cm.max() > 0 else 0.5
-        for i, j in zip(*np.nonzero(cm), strict=True):
-            text = f"{cm[i, j]:.2f}" if normalise else f"{int(cm[i, j])}"
-            ax.text(
-                j,
-                i,
-                text,
-                ha="center",
-                va="center",
-                fontsize=6,
-                color="white" if cm[i, j] > high else "black",
-            )
+        names = [str(x) for x in names] if len(names) == n - 1 else [str(c) for c in range(n - 1)]
+        slant = {"rotation": 35, "ha": "right", "rotation_mode": "anchor"} if n <= 12 else {"rotation": 90}
+        ax.set_xticks(range(n), [*names, BACKGROUND_COLUMN], fontsize=7, **slant)
+        ax.set_yticks(range(n), [*names, BACKGROUND_ROW], fontsize=7)
+        size = 8 if n <= 10 else 6
+        for i, j, text, colour in confusion_cells(cm, normalise):
+            ax.text(j, i, text, ha="center", va="center", fontsize=size, color=colour)
     kind = "row-normalised" if normalise else "counts"
-    ax.set(
-        xlabel="predicted",
-        ylabel="true",
-        title=f"Confusion matrix, {kind} (IoU {curves.matches.iou_threshold:g}, conf {curves.best_conf:.3f})",
-    )
+    ax.set_xlabel(PREDICTED_AXIS, fontsize=10, fontweight="bold")
+    ax.set_ylabel(TRUE_AXIS, fontsize=10, fontweight="bold")
+    ax.set_title(f"Confusion matrix, {kind}\n(IoU {iou:g}, confidence {conf:.3f})", fontsize=10)
     return fig
+
+
+def _confusion_figure(curves: Curves, normalise: bool) -> Any:
+    return confusion_figure(
+        curves.confusion, curves.matches.names, normalise, curves.matches.iou_threshold, curves.best_conf
+    )
 
 
 def write_curve_plots(curves: Curves, out_dir: str | Path, prefix: str) -> list[Path]:

@@ -140,11 +140,11 @@ def run_eval(
     each scored IoU type gets ``curves`` (the best mean-F1 confidence and the
     class-mean precision, recall and F1 there) and each ``per_class`` entry its
     ``precision`` and ``recall`` at that confidence; ``plots`` names a folder
-    for the PR / F1 / P / R curves and confusion matrices
-    (``{stem}_{iou_type}_*.png`` for the default path, ``{stem}_{path}_{iou_type}_*`` for each other one,
-    ``stem`` the checkpoint's file stem) and the report lists them in ``plots``.
+    for the PR / F1 / P / R curves and confusion matrices, named as in a run folder
+    (``box_pr_curve.png`` ..., :func:`~lucidyolo.engine.curve_plots.plot_prefix`) for the
+    default path and ``{path}_box_pr_curve.png`` ... for each other one; the report lists them in ``plots``.
     """
-    from lucidyolo.engine.fit import quiet_known_warnings
+    from lucidyolo.engine.known_warnings import quiet_known_warnings
 
     quiet_known_warnings()
     t_start = time.perf_counter()
@@ -200,7 +200,7 @@ def run_eval(
         )
     scored, timing, results = outcome["paths"], dict(outcome.get("timings", {})), outcome.get("results") or {}
     t_curves = time.perf_counter()
-    written = add_curves(scored, outcome.get("matches") or {}, plots, checkpoint.stem)
+    written = add_curves(scored, outcome.get("matches") or {}, plots, spec.metrics.plot_names)
     timing["curves_s"] = time.perf_counter() - t_curves
     if save_json is not None:
         for i, (path, rows) in enumerate(results.items()):  # the first path keeps the given name
@@ -235,14 +235,14 @@ def run_eval(
     return report
 
 
-def add_curves(paths: dict[str, Any], matches: dict[str, Any], plots: Path | None, stem: str) -> list[Path]:
-    """Add ``curves`` and per-class ``precision`` / ``recall`` to ``paths`` from ``matches``; draw into ``plots``.
+def add_curves(paths: dict[str, Any], matches: dict[str, Any], plots: Path | None,
+               plot_names: Mapping[str, str] | None = None) -> list[Path]:
+    """Add ``curves`` and per-class ``precision`` / ``recall`` to ``paths`` from ``matches``; draw into ``plots``
+    (file names by the task's ``plot_names``, as the run folder's).
 
     ``matches`` is ``{path: {iou_type: Matches}}``; per-class entries are paired with
     the matches' classes by name. Returns the files written (none without ``plots``).
     """
-    import re
-
     from lucidyolo.metrics.curves import compute_curves
 
     written: list[Path] = []
@@ -260,10 +260,10 @@ def add_curves(paths: dict[str, Any], matches: dict[str, Any], plots: Path | Non
                 if own is not None:
                     entry["precision"], entry["recall"] = own["precision"], own["recall"]
             if plots is not None:
-                from lucidyolo.engine.curve_plots import write_curve_plots
+                from lucidyolo.engine.curve_plots import plot_prefix, write_curve_plots
 
-                kind = re.sub(r"[^A-Za-z0-9]+", "_", iou_type).strip("_")
-                prefix = f"{stem}_{kind}" if i == 0 else f"{stem}_{path}_{kind}"  # the first path keeps the plain name
+                kind = plot_prefix(iou_type, plot_names)  # a run folder's names: box_pr_curve.png ...
+                prefix = kind if i == 0 else f"{plot_prefix(path)}_{kind}"  # the first path keeps the plain name
                 written += write_curve_plots(curves, plots, prefix)
     return written
 

@@ -19,36 +19,10 @@ from lucidyolo.atomic_write import atomic_write_text, remove_abandoned
 from lucidyolo.config.resolve import config_to_yaml, validate_config
 from lucidyolo.config.schema import RunConfig
 from lucidyolo.engine.disk_errors import disk_error, writing
+from lucidyolo.engine.known_warnings import quiet_known_warnings, quiet_lightning_logs
 from lucidyolo.engine.run_dir import refuse_finished
 from lucidyolo.errors import ConfigError, RunInterrupted, UserError
 from lucidyolo.tasks.api import TaskSpec
-
-_LEAF_SPEC = r".*LeafSpec.*"
-
-
-def quiet_known_warnings() -> None:
-    """Filter the warnings we know are harmless (one by one, never all)."""
-    warnings.filterwarnings("ignore", message=_LEAF_SPEC, category=FutureWarning)
-    warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
-    # our run directory already holds config.yaml when the CSV logger starts
-    warnings.filterwarnings("ignore", message=r"Experiment logs directory .* exists and is not empty.*")
-    warnings.filterwarnings("ignore", message=r".*is smaller than the logging interval.*")
-    # a resumed run writes into its own checkpoints folder on purpose
-    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty.*")
-    # torchvision 0.29 deprecates its JPEG decoder in favour of torchcodec; it is still the fastest here
-    warnings.filterwarnings("ignore", message=r"The image decoding and encoding capabilities of TorchVision.*")
-    # the system moves and unpacks batches itself (on_after_batch_transfer); the datamodule only loads them
-    warnings.filterwarnings("ignore", message=r"You have overridden `on_after_batch_transfer` in `LightningModule`.*")
-
-
-def quiet_lightning_logs(verbose: bool = False) -> None:
-    """Lightning's info lines (GPU available, tips) only when ``verbose``."""
-    import logging
-
-    level = logging.INFO if verbose else logging.WARNING
-    for name in ("pytorch_lightning", "lightning", "lightning_fabric", "lightning.pytorch"):
-        logging.getLogger(name).setLevel(level)
-
 
 _warned_compile = False
 
@@ -260,6 +234,7 @@ def _fit(
     from lucidyolo.engine.transfer import refuse_variant_mismatch
 
     run = run_dir_for(spec.name, cfg, resume) if resume is not None else None
+    variant_given = "variant" in cfg.model.model_fields_set  # before validation below sets every field
     if run is not None and run.checkpoint is not None:
         ckpt = load_checkpoint(run.checkpoint)  # refuses unsafe files first
         cfg = config_from_checkpoint(spec, ckpt, run.path, run.checkpoint)
@@ -272,6 +247,10 @@ def _fit(
     if cfg.model.weights is not None and (run is None or run.checkpoint is None):  # a resume has its own weights
         # before the dataset scan (tens of seconds on a large set): a missing, unsafe or mismatched file is named first
         source = read_start_weights(cfg, log, download_progress)
+        if not variant_given and source[0].source_format != "lucid" and source[0].variant != cfg.model.variant:
+            # a published file and no variant asked for: the file's (docs/DECISIONS.md, issue 44)
+            cfg = validate_config(spec, cfg.model_dump() | {"model": {**cfg.model.model_dump(),
+                                                                      "variant": source[0].variant}})
         refuse_variant_mismatch(source[0], cfg.model.variant, source[1])
     data_root = data_root_of(spec, cfg)
     set_max_image_pixels(cfg.data.max_image_pixels)  # every image read from here on, in workers too
@@ -422,7 +401,11 @@ def _train(
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
     best = checkpoint_cb.best_model_path or str(run.path / "checkpoints" / "last.ckpt")
     if trainer.is_global_zero:
+        from lucidyolo.engine.run_weights import WEIGHTS_FILE, weights_note, write_run_weights
+
+        # the finished run's slim weights beside its checkpoints (an interrupted fit raised above)
+        slim = writing(lambda: write_run_weights(best, run.path), run.path / WEIGHTS_FILE, run, spec.name)
         shown = ", ".join(f"{k} {metrics.get(k, math.nan):.4f}" for k in spec.metrics.summary or spec.metrics.keys)
-        log(f"done: {shown}; best checkpoint {best}")
+        log(f"done: {shown}; best checkpoint {best}{weights_note(slim)}")
     return {"run_dir": run.path, "best": best, "metrics": metrics, "trainer": trainer, "system": system,
             "transfer": start.as_json() if start is not None else None}

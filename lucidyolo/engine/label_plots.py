@@ -9,8 +9,9 @@ imported lazily, through its object-oriented API and the Agg canvas (no
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from lucidyolo.atomic_write import atomic_open
@@ -28,7 +29,9 @@ def draw_label_stats(stats: Mapping[str, Any], path: str | Path) -> Path:
     from matplotlib.figure import Figure
 
     rows = _rows(list(stats["panels"].values()))
-    # fixed margins, not the constrained layout: it lays the figure out by drawing it once more (half the time)
+    # fixed margins, not the constrained layout: it lays the figure out by drawing it once more (half the
+    # time). The margins leave room for rotated class names; saving crops what they did not use (the
+    # picture of a one-row figure was a third blank below its panels).
     height = 3.4 * len(rows)
     fig = Figure(figsize=(4.2 * _COLUMNS, height), dpi=100)
     FigureCanvasAgg(fig)
@@ -38,13 +41,50 @@ def draw_label_stats(stats: Mapping[str, Any], path: str | Path) -> Path:
         for c, panel in enumerate(row):
             ax = fig.add_subplot(grid[r, :] if len(row) == 1 and _is_wide(panel) else grid[r, c])
             draw_panel(ax, panel)
-    counted = stats["instances"] if stats["counted"] == "instances" else sum(stats["per_class"])
-    fig.suptitle(f"{stats.get('split') or 'training split'}: {stats['images']} images, {counted} "
-                 f"{stats['counted']}, {len(stats['classes'])} classes", fontsize=10)
+    fig.suptitle(label_title(stats), fontsize=10)
     out = Path(path)
     with atomic_open(out, "wb") as f:
-        fig.savefig(f, format="png")
+        fig.savefig(f, format="png", bbox_inches="tight", pad_inches=0.15)
     return out
+
+
+def label_title(stats: Mapping[str, Any]) -> str:
+    """The title of ``labels.png``: ``coco128 (train split): 128 images, 929 instances, 80 classes``.
+
+    The dataset is named by :func:`dataset_name` from the split's reader name, never by a whole path.
+    """
+    counted = stats["instances"] if stats["counted"] == "instances" else sum(stats["per_class"])
+    dataset, split = dataset_name(str(stats.get("split") or ""))
+    where = f"{dataset} ({split} split)" if split else dataset or "training split"
+    return f"{where}: {stats['images']} images, {counted} {stats['counted']}, {len(stats['classes'])} classes"
+
+
+_ANNOTATION_FILES = (".json", ".yaml", ".yml", ".txt")
+_ANNOTATION_FOLDERS = ("annotations", "labels")
+
+
+def dataset_name(source_name: str) -> tuple[str, str]:
+    """``(dataset, split)`` of a reader's split name (``ImageSource.name``), for titles.
+
+    The readers name a split ``"{data root or annotation file} [{split}]"``; the
+    dataset is the data root's folder name (``/data/coco128 [train]``: ``coco128``),
+    an annotation file's dataset folder (``/d/coco/annotations/instances_train.json``:
+    ``coco``; ``/d/set/data.yaml``: ``set``), and a built-in synthetic set's cache
+    folder is ``synthetic set``. A name that is no path is kept; ``split`` is ``""``
+    when the name carries none.
+    """
+    found = re.fullmatch(r"(.*?)\s*\[([^\[\]]*)\]", source_name.strip())
+    head, split = (found.group(1), found.group(2).strip()) if found else (source_name.strip(), "")
+    if "/" not in head and "\\" not in head:
+        return head, split
+    path = (PureWindowsPath if "\\" in head else PurePosixPath)(head.rstrip("/\\"))
+    if path.suffix.lower() in _ANNOTATION_FILES:
+        path = path.parent
+        if path.name.lower() in _ANNOTATION_FOLDERS and path.parent.name:
+            path = path.parent
+    if path.parent.name == "synthetic":  # the embedded default run's set, generated into the cache
+        return "synthetic set", split
+    return path.name or head, split
 
 
 def draw_panel(ax: Any, panel: Mapping[str, Any]) -> None:

@@ -207,9 +207,16 @@ def run_predict(
         UserError: a bad threshold, decoder, size, batch size or source; a task without the hook an
             output needs; PyAV missing for a video, or a video that cannot be decoded.
     """
-    from lucidyolo.engine.fit import quiet_known_warnings
+    from lucidyolo.engine.known_warnings import quiet_known_warnings
 
     quiet_known_warnings()
+    from lucidyolo.engine.weights_source import checkpoint_file
+
+    checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
+    if not checkpoint.is_file():  # a wrong --checkpoint is named before the source is looked at
+        from lucidyolo.engine.checkpoint import load_checkpoint
+
+        load_checkpoint(checkpoint)  # raises its "not found" / "not a file"
     check_predict_args(conf)
     if batch_size < 1:
         raise UserError(f"--batch-size {batch_size} is below 1.", fix="Use e.g. --batch-size 16.")
@@ -226,11 +233,9 @@ def run_predict(
                 total = None if total is None or not probe.frames else total + probe.frames
     from lucidyolo.data.pixel_limit import set_max_image_pixels
     from lucidyolo.engine.restore import restore
-    from lucidyolo.engine.weights_source import checkpoint_file
     from lucidyolo.predict.items import batches, image_ids, source_items
     from lucidyolo.predict.outputs import PredictOutputs
 
-    checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
     restored = restore(checkpoint, ema=ema)
     # the run's own limit: an image size it trained on is predicted on (older checkpoints: the default)
     set_max_image_pixels(restored.config.data.max_image_pixels)

@@ -108,10 +108,12 @@ def make_trainer(
 ) -> tuple[Any, Any]:
     """The trainer and its ``best.ckpt`` callback (monitoring the task's primary metric).
 
-    ``epoch_log(line)``, when given and there is no progress bar, receives one line per epoch.
+    ``epoch_log(line)``, when given, receives the start lines (how busy the machine is, the run's size) and one
+    line per epoch; with ``progress_bar`` the lines stay above a live bar of the current epoch
+    (:class:`~lucidyolo.engine.epoch_lines.EpochBar`).
     """
     import pytorch_lightning as pl
-    from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
+    from pytorch_lightning.callbacks import ModelCheckpoint
 
     from lucidyolo.engine.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
     from lucidyolo.engine.interrupt import StopLoadersOnException
@@ -147,15 +149,16 @@ def make_trainer(
     if spec.matches is not None and spec.metrics.monitor is not None:
         from lucidyolo.engine.best_curves import BestCurves
 
-        callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path))
+        callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path,
+                                    spec.metrics.plot_names))
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
-    if progress_bar:
-        callbacks.append(RichProgressBar())
-    elif epoch_log is not None:
-        from lucidyolo.engine.epoch_lines import EpochLines
+    if progress_bar or epoch_log is not None:
+        from lucidyolo.engine.epoch_lines import EpochBar, EpochLines
 
-        callbacks.append(EpochLines(epoch_log, spec.loss_terms, spec.metrics.keys, cfg.data.batch_size))
+        lines = EpochBar if progress_bar else EpochLines
+        callbacks.append(lines(epoch_log, spec.loss_terms, spec.metrics.keys, cfg.data.batch_size,  # type: ignore[arg-type]
+                               img_size=cfg.data.img_size, main_metric=spec.metrics.monitor))
     callbacks += extra_callbacks or []
     t = cfg.trainer
     trainer = pl.Trainer(

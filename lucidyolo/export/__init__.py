@@ -1,1 +1,1 @@
-"""Export of the deployed graph (ONNX)."""
+"""Export of the deployed graph: ONNX, TorchScript, OpenVINO IR (``formats.FORMATS``), and their parity checks."""

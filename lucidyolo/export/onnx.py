@@ -17,11 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.atomic_write import atomic_open
-from lucidyolo.errors import ConfigError, NotAvailableError
+from lucidyolo.errors import ConfigError
+from lucidyolo.export.formats import INPUT_NAME, run_exported, run_onnx  # noqa: F401 - run_onnx: its old home
 from lucidyolo.models.deploy import DeployModel, make_deploy_model
 from lucidyolo.models.yolo26 import YOLO26
 
-INPUT_NAME = "images"
 OUTPUT_NAME = "detections"
 
 PARITY_BOX_TOL = 1e-4
@@ -100,7 +100,10 @@ def export_onnx(
 def onnx_parity(
     deployed: nn.Module, path: str | Path, images: Tensor, min_score: float = 1e-3, score_tol: float = 1e-4
 ) -> dict:
-    """Run the ONNX file with onnxruntime and compare with PyTorch on the same input.
+    """Run the exported file and compare with PyTorch on the same input.
+
+    ``path`` is any file :func:`~lucidyolo.export.formats.run_exported` runs (ONNX through
+    onnxruntime, TorchScript, OpenVINO IR): the comparison is the same for every format.
 
     Each PyTorch row with score ``>= min_score`` is paired with the onnxruntime
     row of the same image whose score is within ``score_tol`` and whose box is
@@ -120,19 +123,7 @@ def onnx_parity(
     """
     with torch.no_grad():
         expected = deployed(images).float().cpu()  # (B, k, D + 2)
-    return compare_detections(expected, run_onnx(path, images)[0], images, min_score, score_tol)
-
-
-def run_onnx(path: str | Path, images: Tensor) -> list[Tensor]:
-    """Every output of the ONNX file on ``images`` through onnxruntime (CPU), in graph order."""
-    try:
-        import onnxruntime as ort
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise NotAvailableError(
-            "onnxruntime is not installed.", fix='install the extra: pip install "lucidyolo[onnx]"'
-        ) from err
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return [torch.from_numpy(a) for a in session.run(None, {INPUT_NAME: images.float().cpu().numpy()})]
+    return compare_detections(expected, run_exported(path, images)[0], images, min_score, score_tol)
 
 
 def detections_pass(parity: dict) -> bool:
@@ -199,7 +190,7 @@ def mask_parity(deployed: nn.Module, path: str | Path, images: Tensor) -> dict:
     from lucidyolo.metrics.mask_assembly import masks_in_input
     from lucidyolo.structures.mask_detections import MaskDetections
 
-    got = run_onnx(path, images)
+    got = run_exported(path, images)
     with torch.no_grad():
         expected = [t.float().cpu() for t in deployed(images)]
     parity = compare_detections(expected[0], got[0], images)
@@ -237,7 +228,7 @@ def keypoint_parity(deployed: nn.Module, path: str | Path, images: Tensor) -> di
         :func:`onnx_parity`'s dict plus ``keypoint_rows``, ``max_point_diff_norm``,
         ``max_point_conf_diff``, ``passed`` and ``summary``.
     """
-    got = run_onnx(path, images)
+    got = run_exported(path, images)
     with torch.no_grad():
         expected = [t.float().cpu() for t in deployed(images)]
     parity = compare_detections(expected[0], got[0], images)

@@ -94,7 +94,9 @@ Training (``lucid fit``)
     ``"M"`` masks, ``"R"`` rotated boxes, ``"P"`` keypoints). Read from the
     metric's own matching, never matched again: the engine draws the PR, F1,
     precision and recall curves and confusion matrices of the epoch
-    ``best.ckpt`` holds from it (``{K}_pr_curve.png`` ...). ``None`` (or ``{}``):
+    ``best.ckpt`` holds from it (``box_pr_curve.png`` ...: the letter names the files
+    through :func:`lucidyolo.engine.curve_plots.plot_prefix`, ``B`` box, ``M`` mask,
+    ``R`` obb, ``P`` keypoints, another letter as it is). ``None`` (or ``{}``):
     no curves. ``lucid eval --plots`` reads the same from the ``evaluate``
     hook's optional ``matches`` key (``{path: {iou_type: Matches}}``).
 
@@ -310,12 +312,22 @@ class MetricSpec:
         primary: the key ``best.ckpt`` monitors (higher is better).
         columns: ``results.csv`` column of each key (default: the key itself).
         summary: keys printed in the run's final line (default: ``keys``).
+        families: the metric families ``Model.evaluate``'s report offers as attributes,
+            ``{attribute: result kind}`` where the kind is a key of the ``evaluate`` hook's
+            ``paths[path]`` (``{"box": "bbox"}``: ``report.box.map`` is the ``bbox`` AP);
+            optional: without it a report reads kinds by ``EvalReport.family(kind)``.
+        plot_names: the file-name prefix of the curve plots of each IoU type, keyed both by the
+            ``matches`` hook's letter (the run folder) and by the ``evaluate`` hook's kind
+            (``lucid eval --plots``), so both write the same names (``{"B": "box", "bbox": "box"}``:
+            ``box_pr_curve.png``); a type not named keeps its key, made file-safe.
     """
 
     keys: tuple[str, ...] = ()
     primary: str | None = None
     columns: Mapping[str, str] = field(default_factory=dict)
     summary: tuple[str, ...] = ()
+    families: Mapping[str, str] = field(default_factory=dict)
+    plot_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def monitor(self) -> str | None:

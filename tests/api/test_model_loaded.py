@@ -59,23 +59,23 @@ def test_predict_gives_the_rows_of_lucid_predict_as_tensors_in_image_pixels(tiny
         n = len(p)
         total += n
         assert p.image.shape == (p.height, p.width, 3) and p.image.dtype == np.uint8
-        assert p.boxes.shape == (n, 4) and p.boxes.dtype == torch.float32
+        assert p.boxes.xyxy.shape == (n, 4) and p.boxes.xyxy.dtype == torch.float32
         assert p.scores.shape == (n,) and p.labels.shape == (n,) and p.labels.dtype == torch.int64
         assert ((p.scores >= 0) & (p.scores <= 1)).all() and ((p.labels >= 0) & (p.labels < len(p.names))).all()
-        x1, y1, x2, y2 = p.boxes.unbind(-1)
+        x1, y1, x2, y2 = p.boxes.xyxy.unbind(-1)
         assert ((x1 >= 0) & (x1 <= x2) & (x2 <= p.width) & (y1 >= 0) & (y1 <= y2) & (y2 <= p.height)).all()
         assert p.masks is None and p.rboxes is None and p.keypoints is None  # det gives none of them
-        assert p.names == list(SHAPE_CLASSES) and p.label_names == [p.names[i] for i in p.labels.tolist()]
+        assert p.names == dict(enumerate(SHAPE_CLASSES)) and p.label_names == [p.names[i] for i in p.labels.tolist()]
     assert total > 0
 
     image = read_image_fast(files[0])  # the pixels `lucid predict` reads
-    from_array = loaded.predict(image, conf=0.0, device="cpu")[0]
+    from_array = loaded.predict(image, conf=0.0, device="cpu", channels="rgb")[0]
     from_pil = loaded.predict(Image.fromarray(image), conf=0.0, device="cpu")[0]
     assert from_array.path is None and from_array.to_json()["image"] is None
     assert from_array.rows == from_pil.rows == preds[0].rows
     grey = loaded.predict(image[..., 0], conf=0.0, device="cpu")[0]  # (H, W) is repeated into RGB
     assert grey.image.shape == image.shape
-    two = loaded.predict([image, files[0]], conf=0.0, device="cpu")
+    two = loaded.predict([image, files[0]], conf=0.0, device="cpu", channels="rgb")
     assert [p.path for p in two] == [None, files[0]] and two[1].rows == preds[0].rows
 
 

@@ -71,29 +71,35 @@ def test_new_fit_evaluate_predict_draw_export(task, tmp_path):
         assert ((p.scores >= 0) & (p.scores <= 1)).all()
         assert p.labels.shape == (n,) and p.labels.dtype == torch.int64
         assert ((p.labels >= 0) & (p.labels < len(model.class_names))).all()
-        assert p.names == model.class_names
+        assert p.names == model.names == dict(enumerate(model.class_names))
         assert all(t.shape[0] == n for t in p.fields.values() if isinstance(t, torch.Tensor))
         if task == "cls":  # the plugin's top classes, best first: no boxes
             assert p.boxes is None and p.fields["ranks"].tolist() == list(range(1, n + 1))
             assert (p.scores[:-1] >= p.scores[1:]).all()
         else:
-            assert p.boxes.shape == (n, 4) and p.boxes.dtype == torch.float32
-            x1, y1, x2, y2 = p.boxes.unbind(-1)
+            assert p.boxes.xyxy.shape == (n, 4) and p.boxes.xyxy.dtype == torch.float32
+            assert torch.equal(p.boxes.conf, p.scores) and torch.equal(p.boxes.cls, p.labels)
+            x1, y1, x2, y2 = p.boxes.xyxy.unbind(-1)
             assert ((x1 <= x2) & (y1 <= y2)).all()
             if task != "obb":  # obb's box is the rotated box's envelope, which may overhang the image
                 assert ((x1 >= 0) & (x2 <= w) & (y1 >= 0) & (y2 <= h)).all()
         if task == "seg":
-            assert p.masks.shape == (n, h, w) and p.masks.dtype == torch.bool
+            assert p.masks.data.shape == (n, h, w) and p.masks.data.dtype == torch.bool
+            outlines = p.masks.xy
+            assert len(outlines) == n and all(o.ndim == 2 and o.shape[1] == 2 for o in outlines)
         if task == "obb":
             assert p.rboxes.shape == (n, 5) and p.rboxes.dtype == torch.float32 and (p.rboxes[:, 2:4] >= 0).all()
             corners = p.fields["polygons"]  # (N, 4, 2): the box is their envelope
             assert corners.shape == (n, 4, 2)
             envelope = torch.cat([corners.amin(1), corners.amax(1)], -1)
-            assert torch.allclose(envelope, p.boxes, atol=0.02)
+            assert torch.allclose(envelope, p.boxes.xyxy, atol=0.02)
+            assert torch.equal(p.obb.xywhr, p.rboxes) and torch.equal(p.obb.xyxyxyxy, corners)
+            assert torch.allclose(p.obb.xyxy, envelope)
         if task == "keypoints":
-            assert p.keypoints.shape == (n, 7, 3) and p.keypoints.dtype == torch.float32
+            assert p.keypoints.data.shape == (n, 7, 3) and p.keypoints.data.dtype == torch.float32
+            assert p.keypoints.xy.shape == (n, 7, 2) and p.keypoints.conf.shape == (n, 7)
         if task not in ("seg", "obb", "keypoints"):
-            assert p.masks is None and p.rboxes is None and p.keypoints is None
+            assert p.masks is None and p.rboxes is None and p.obb is None and p.keypoints is None
 
         drawn = p.plot()
         assert drawn.shape == p.image.shape and drawn.dtype == np.uint8 and (drawn != p.image).any()
@@ -119,7 +125,7 @@ def test_new_fit_evaluate_predict_draw_export(task, tmp_path):
         gt.createIndex()
         assert 0 < len(gt.loadRes(results).getAnnIds()) == len(results) <= len(first)
 
-    array = model.predict(preds[0].image, conf=0.0, device="cpu")[0]  # an in-memory image: the same answer
+    array = model.predict(preds[0].image, conf=0.0, device="cpu", channels="rgb")[0]  # in memory: the same answer
     assert array.rows == preds[0].rows and array.path is None
     nothing = model.predict(files[0], conf=1.0, device="cpu")[0]
     assert len(nothing) == 0 and set(nothing.fields) == set(preds[0].fields)

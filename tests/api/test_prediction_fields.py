@@ -99,8 +99,8 @@ def test_prediction_properties_json_and_drawing(tmp_path):
 
     pred = _prediction(rows, drawer)
     assert len(pred) == 3 and (pred.height, pred.width) == (H, W)
-    assert pred.boxes.shape == (3, 4) and pred.masks.shape == (3, H, W) and pred.rboxes.shape == (3, 5)
-    assert pred.keypoints.shape == (3, 2, 3) and pred.label_names == ["square", "circle", "square"]
+    assert pred.boxes.xyxy.shape == (3, 4) and pred.masks.data.shape == (3, H, W) and pred.rboxes.shape == (3, 5)
+    assert pred.keypoints.data.shape == (3, 2, 3) and pred.label_names == ["square", "circle", "square"]
     assert [pred.names[i] for i in pred.labels.tolist()] == pred.label_names
     assert "3 rows" in repr(pred) and "masks (3, 48, 64) bool" in repr(pred)
     doc = pred.to_json()

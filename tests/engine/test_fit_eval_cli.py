@@ -58,7 +58,7 @@ def test_fit_draws_the_curves_of_the_epoch_best_ckpt_holds(run):
     from tests.engine.curve_files import assert_curve_files
 
     d = run["run_dir"]
-    data = assert_curve_files(d, "B")
+    data = assert_curve_files(d, "box")
     assert data["names"] == torch.load(d / "checkpoints" / "best.ckpt", weights_only=True)["lucid"]["class_names"]
     # P / R of results.csv at the best epoch are the JSON's: the same matches, the same confidence
     best = torch.load(d / "checkpoints" / "best.ckpt", weights_only=True)["epoch"]
@@ -160,7 +160,7 @@ def test_eval_plots_per_class_precision_recall_and_pr_area_equal_to_ap50(run, lu
               "--output", str(out / "report.json"), "--plots", str(out / "plots"), env=run["env"])
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
-    for path, prefix in (("e2e", "best_bbox"), ("nms", "best_nms_bbox")):
+    for path, prefix in (("e2e", "box"), ("nms", "nms_box")):  # the run folder's names
         data = assert_curve_files(out / "plots", prefix)
         stats = report["paths"][path]["bbox"]
         assert stats["curves"]["best_conf"] == data["best_conf"]

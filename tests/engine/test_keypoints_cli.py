@@ -44,7 +44,7 @@ def test_fit_logs_keypoint_terms_and_the_oks_column(run):
     assert 0.0 <= float(rows[0]["metrics/mAP50-95(P)"]) <= 1.0
     from tests.engine.curve_files import assert_curve_files
 
-    assert_curve_files(run["run_dir"], "P")  # OKS matching
+    assert_curve_files(run["run_dir"], "keypoints")  # OKS matching
     import torch
 
     ckpt = torch.load(run["ckpt"], weights_only=True)

@@ -46,7 +46,7 @@ def test_fit_logs_the_rotated_terms_and_metrics(run):
     assert 0.0 <= float(rows[0]["metrics/mAP50-95(R)"]) <= float(rows[0]["metrics/mAP50(R)"]) <= 1.0
     from tests.engine.curve_files import assert_curve_files
 
-    assert_curve_files(run["run_dir"], "R")
+    assert_curve_files(run["run_dir"], "obb")
 
 
 def test_predict_writes_rotated_boxes_and_their_corners(run, lucid):
@@ -94,9 +94,8 @@ def test_eval_reports_rotated_map_per_tile_on_both_paths(run, lucid):
     assert report["task"] == "obb"
     from tests.engine.curve_files import assert_curve_files
 
-    stem = Path(run["ckpt"]).stem
-    assert_curve_files(out / "plots", f"{stem}_rotated_per_tile")
-    assert_curve_files(out / "plots", f"{stem}_nms_rotated_per_tile")
+    assert_curve_files(out / "plots", "obb")  # the run folder's names
+    assert_curve_files(out / "plots", "nms_obb")
     for path in ("e2e", "nms"):
         # synthetic images are not tiles of a scene: per-tile figures only
         assert set(report["paths"][path]) == {"rotated (per tile)"}

@@ -36,7 +36,7 @@ def test_fit_logs_mask_terms_and_metrics(run):
         assert col in rows[0] and rows[-1][col] != "", col
     from tests.engine.curve_files import assert_curve_files
 
-    for key in ("B", "M"):  # boxes and masks, each from its own matching
+    for key in ("box", "mask"):  # boxes and masks, each from its own matching
         assert_curve_files(run["run_dir"], key)
     assert float(rows[-1]["train/mask_loss"]) > 0
     import torch

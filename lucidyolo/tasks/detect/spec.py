@@ -43,6 +43,8 @@ SPEC = TaskSpec(
         keys=("val/precision", "val/recall", "val/mAP50", "val/mAP50-95"),
         primary="val/mAP50-95",
         summary=("val/mAP50-95", "val/mAP50"),
+        families={"box": "bbox"},  # Model.evaluate(...).box.map
+        plot_names={"B": "box", "bbox": "box"},  # box_pr_curve.png ..., run folder and `lucid eval --plots` alike
         columns={
             "val/precision": "metrics/precision(B)", "val/recall": "metrics/recall(B)",
             "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",

@@ -59,6 +59,8 @@ SPEC = TaskSpec(
         keys=("val/oks_precision", "val/oks_recall", "val/oks_mAP"),
         primary="val/oks_mAP",
         summary=("val/oks_mAP",),
+        families={"box": "bbox", "pose": "keypoints", "keypoints": "keypoints"},  # report.pose.map: OKS AP
+        plot_names={"B": "box", "bbox": "box", "P": "keypoints", "keypoints": "keypoints"},
         columns={
             "val/oks_precision": "metrics/precision(P)", "val/oks_recall": "metrics/recall(P)",
             "val/oks_mAP": "metrics/mAP50-95(P)",

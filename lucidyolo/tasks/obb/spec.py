@@ -49,6 +49,9 @@ SPEC = TaskSpec(
         keys=("val/rotated_precision", "val/rotated_recall", "val/rotated_mAP50", "val/rotated_mAP50-95"),
         primary="val/rotated_mAP50-95",
         summary=("val/rotated_mAP50-95", "val/rotated_mAP50"),
+        # the per-tile rotated AP; `box` as well, the name other trainers give it for rotated boxes
+        families={"box": "rotated (per tile)", "obb": "rotated (per tile)"},
+        plot_names={"R": "obb", "rotated (per tile)": "obb"},
         columns={
             "val/rotated_precision": "metrics/precision(R)", "val/rotated_recall": "metrics/recall(R)",
             "val/rotated_mAP50": "metrics/mAP50(R)", "val/rotated_mAP50-95": "metrics/mAP50-95(R)",

@@ -56,6 +56,8 @@ SPEC = TaskSpec(
         ),
         primary="val/segm_mAP50-95",
         summary=("val/segm_mAP50-95", "val/mAP50-95"),
+        families={"box": "bbox", "seg": "segm", "mask": "segm"},  # report.box.map, report.seg.map
+        plot_names={"B": "box", "bbox": "box", "M": "mask", "segm": "mask"},
         columns={
             "val/precision": "metrics/precision(B)", "val/recall": "metrics/recall(B)",
             "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",

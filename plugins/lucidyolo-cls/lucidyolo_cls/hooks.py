@@ -142,13 +142,13 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
 
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
-    """onnxruntime against PyTorch: same top-1 class and probabilities within 1e-4."""
-    import onnxruntime as ort
+    """The exported file (ONNX, TorchScript or OpenVINO, run by lucid's runtime for it) against PyTorch:
+    same top-1 class and probabilities within 1e-4."""
+    from lucidyolo.export.formats import run_exported
 
     with torch.no_grad():
         expected = deployed(images).float().cpu().numpy()
-    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    got = session.run(None, {session.get_inputs()[0].name: images.float().cpu().numpy()})[0]
+    got = run_exported(onnx_path, images)[0].numpy()
     diff = float(np.abs(expected - got).max())
     same = bool((expected.argmax(-1) == got.argmax(-1)).all())
     return {"max_prob_diff": diff, "top1_equal": same, "passed": same and diff <= 1e-4,

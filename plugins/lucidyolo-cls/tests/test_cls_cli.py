@@ -114,6 +114,10 @@ def test_fit_one_epoch_then_eval_predict_and_export(tmp_path):
     ex = lucid("export", "--checkpoint", str(ckpt), "--img-size", "64", "--check", cwd=tmp_path)
     assert ex.returncode == 0, ex.stdout + ex.stderr
     assert "top-1 equal True" in ex.stdout and ckpt.with_suffix(".onnx").is_file()
+    ts = lucid("export", "--checkpoint", str(ckpt), "--img-size", "64", "--format", "torchscript", "--check",
+               cwd=tmp_path)  # the plugin's check runs the file in lucid's runtime for its format
+    assert ts.returncode == 0, ts.stdout + ts.stderr
+    assert "top-1 equal True" in ts.stdout
 
 
 def test_a_folder_that_is_not_a_class_set_is_a_clear_error(tmp_path):
