@@ -102,7 +102,7 @@ def _print_report(report) -> None:
             more = f" (+{len(top) - 10} more)" if len(top) > 10 else ""
             out.print(f"[bold]{s.split}[/bold] instances per class: {shown}{more}", highlight=False)
         for w in s.warnings:
-            out.print(f"[yellow]warning ({s.split}):[/yellow] {escape(w)}", highlight=False)
+            out.print(f"[yellow]warning ({s.split}):[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
         if s.bad_images:
             # every file, not only the first: fixing a set one run at a time is what this command saves
             err.print(f"[bold red]{len(s.bad_images)} bad image file(s) ({s.split}):[/bold red]", highlight=False)

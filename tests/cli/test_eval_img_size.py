@@ -65,9 +65,8 @@ def test_eval_plots_and_per_class_precision_recall(tmp_path, lucid):
               "--plots", str(tmp_path / "plots"))
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(report_file.read_text())
-    stem = ckpt.stem
     assert sorted(report["plots"]) == sorted(str(p) for p in (tmp_path / "plots").iterdir())
-    for path, prefix in (("e2e", f"{stem}_bbox"), ("nms", f"{stem}_nms_bbox")):
+    for path, prefix in (("e2e", "box"), ("nms", "nms_box")):  # the run folder's names; the second path prefixed
         data = assert_curve_files(tmp_path / "plots", prefix)
         stats = report["paths"][path]["bbox"]
         assert stats["curves"]["precision"] == data["precision"]
