@@ -68,7 +68,36 @@ class _Rows:
         return f"{type(self).__name__}({len(self)} rows: {shown})"
 
 
-class Boxes(_Rows):
+class _Scored(_Rows):
+    """Rows with a geometry, a confidence and a class: ``data`` is ``[geometry..., conf, cls]`` (float32)."""
+
+    def _geometry(self) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def conf(self) -> Tensor:
+        """``(N,)`` float32 confidences."""
+        return self._parts["conf"]
+
+    @property
+    def cls(self) -> Tensor:
+        """``(N,)`` int64 class indices (``names[int(c)]`` is the class name)."""
+        return self._parts["cls"]
+
+    @property
+    def data(self) -> Tensor:
+        """``(N, G + 2)`` float32: the geometry (Boxes ``xyxy``, OBB ``xywhr``), then conf and cls."""
+        import torch
+
+        return torch.cat([self._geometry(), self.conf[:, None], self.cls[:, None].float()], dim=1)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of :attr:`data`: ``(N, 6)`` for boxes, ``(N, 7)`` for rotated boxes."""
+        return (len(self), int(self._geometry().shape[-1]) + 2)
+
+
+class Boxes(_Scored):
     """Axis-aligned boxes: ``xyxy (N, 4)`` float32 image pixels, ``conf (N,)`` float32, ``cls (N,)`` int64."""
 
     @property
@@ -94,30 +123,11 @@ class Boxes(_Rows):
         """``(N, 4)`` :attr:`xywh` divided by the image's width and height."""
         return self._normalised(self.xywh)
 
-    @property
-    def conf(self) -> Tensor:
-        """``(N,)`` float32 confidences."""
-        return self._parts["conf"]
-
-    @property
-    def cls(self) -> Tensor:
-        """``(N,)`` int64 class indices (``names[int(c)]`` is the class name)."""
-        return self._parts["cls"]
-
-    @property
-    def data(self) -> Tensor:
-        """``(N, 6)`` float32 ``[x1, y1, x2, y2, conf, cls]``."""
-        import torch
-
-        return torch.cat([self.xyxy, self.conf[:, None], self.cls[:, None].float()], dim=1)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape of :attr:`data`, ``(N, 6)``."""
-        return (len(self), 6)
+    def _geometry(self) -> Tensor:
+        return self.xyxy
 
 
-class OBB(_Rows):
+class OBB(_Scored):
     """Rotated boxes: ``xywhr (N, 5)`` ``[cx, cy, w, h, angle]`` (pixels, radians), ``conf``, ``cls``."""
 
     @property
@@ -149,26 +159,8 @@ class OBB(_Rows):
             return torch.zeros((0, 4))
         return torch.cat([corners.amin(1), corners.amax(1)], dim=1)
 
-    @property
-    def conf(self) -> Tensor:
-        """``(N,)`` float32 confidences."""
-        return self._parts["conf"]
-
-    @property
-    def cls(self) -> Tensor:
-        """``(N,)`` int64 class indices."""
-        return self._parts["cls"]
-
-    @property
-    def data(self) -> Tensor:
-        """``(N, 7)`` float32 ``[cx, cy, w, h, angle, conf, cls]``."""
-        import torch
-
-        return torch.cat([self.xywhr, self.conf[:, None], self.cls[:, None].float()], dim=1)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (len(self), 7)
+    def _geometry(self) -> Tensor:
+        return self.xywhr
 
 
 class Keypoints(_Rows):
