@@ -34,6 +34,21 @@ def _share_the_cores_between_workers() -> None:
 _share_the_cores_between_workers()
 
 
+def _own_label_index() -> None:
+    """Keep the label indexes the suite writes out of the user's cache: one throw-away folder per process."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if "LUCIDYOLO_INDEX_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="lucid-test-index-")
+        os.environ["LUCIDYOLO_INDEX_DIR"] = folder
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_own_label_index()
+
+
 def real_data_root() -> Path | None:
     """``../shared/data`` beside the repo, or ``LUCID_REAL_DATA``; None when absent."""
     env = os.environ.get("LUCID_REAL_DATA")

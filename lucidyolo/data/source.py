@@ -11,7 +11,7 @@ Numpy only: this module must import without torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import numpy as np
 from lucidyolo.data.image_io import read_image
 from lucidyolo.errors import DataError
 from lucidyolo.structures.fields import attr_spec, field_specs
+from lucidyolo.structures.polygons import Polygons
 from lucidyolo.structures.targets import Targets
 
 #: A reader's fit-time check of a training split: ``check(source, img_size)``, raising DataError to refuse it.
@@ -146,6 +147,12 @@ class ImageSource:
         """COCO image id of image ``i`` (YOLO / DOTA roots: its index)."""
         return int(self._image_ids[i])
 
+    def all_image_ids(self) -> np.ndarray:
+        """``(N_images,)`` int64 image id of every image (read-only view)."""
+        v = self._image_ids.view()
+        v.flags.writeable = False
+        return v
+
     def image_hw(self, i: int) -> tuple[int, int]:
         """Original ``(height, width)`` of image ``i`` (from the JSON or file header)."""
         h, w = self._hw[i]
@@ -210,6 +217,85 @@ class ImageSource:
         out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
         out.fit_checks = self.fit_checks
         return out
+
+    def take(self, images: np.ndarray, image_ids: np.ndarray | None = None) -> ImageSource:
+        """The images at the int indices ``images``, in that order, with their instances (one vectorised gather).
+
+        ``image_ids``: the ids the taken images get (default: their own). The
+        label index splices a split from its kept and its re-read files with it.
+        """
+        images = np.asarray(images, dtype=np.int64).reshape(-1)
+        starts, counts = self._inst_offsets[images], np.diff(self._inst_offsets)[images]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        # instance k of taken image j sits at starts[j] + k
+        inst = np.repeat(starts - offsets[:-1], counts) + np.arange(int(offsets[-1]), dtype=np.int64)
+        kept = self._all.filter(inst)
+        out = ImageSource(
+            fields=self.fields, class_names=self.class_names, category_ids=self.category_ids, root=self._root,
+            rel_paths=self._rel_paths[images], image_ids=self._image_ids[images] if image_ids is None else image_ids,
+            hw=self._hw[images], inst_offsets=offsets, boxes=kept.boxes, labels=kept.labels,
+            difficult=kept.difficult, extra=kept.extra,
+            image_extra={k: v[images] for k, v in self._image_extra.items()}, meta=self._meta,
+            ann_file=self.ann_file, name=self.name, layout=self.layout,
+        )
+        out.labels_from, out.images_without_label_file = self.labels_from, self.images_without_label_file
+        out.fit_checks = self.fit_checks
+        return out
+
+    @classmethod
+    def concat(cls, parts: Sequence[ImageSource]) -> ImageSource:
+        """The images of ``parts`` one after another (the first part gives names, classes and meta)."""
+        first = parts[0]
+        joined = Targets.concat([p._all for p in parts])
+        counts = np.concatenate([np.diff(p._inst_offsets) for p in parts])
+        return cls(
+            fields=first.fields, class_names=first.class_names, category_ids=first.category_ids, root=first._root,
+            rel_paths=np.concatenate([p._rel_paths for p in parts]),
+            image_ids=np.concatenate([p._image_ids for p in parts]),
+            hw=np.concatenate([p._hw for p in parts]),
+            inst_offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            boxes=joined.boxes, labels=joined.labels, difficult=joined.difficult, extra=joined.extra,
+            image_extra={k: np.concatenate([p._image_extra[k] for p in parts]) for k in first._image_extra},
+            meta=first._meta, ann_file=first.ann_file, name=first.name, layout=first.layout,
+        )
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The split as named numpy arrays (no object arrays: ``np.savez`` writes them without pickle).
+
+        Names: ``rel_paths image_ids hw inst_offsets boxes labels difficult``,
+        ``x.<attr>`` per instance attribute (a ragged one as ``x.<attr>.points``,
+        ``.ring_offsets``, ``.ring_owner``) and ``i.<attr>`` per image attribute.
+        :meth:`from_arrays` reads them back.
+        """
+        out = {"rel_paths": self._rel_paths, "image_ids": self._image_ids, "hw": self._hw,
+               "inst_offsets": self._inst_offsets, "boxes": self._boxes, "labels": self._labels,
+               "difficult": self._difficult}
+        for name, value in self._all.extra.items():
+            if isinstance(value, Polygons):
+                out.update({f"x.{name}.points": value.points, f"x.{name}.ring_offsets": value.ring_offsets,
+                            f"x.{name}.ring_owner": value.ring_owner})
+            else:
+                out[f"x.{name}"] = value
+        out.update({f"i.{name}": v for name, v in self._image_extra.items()})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], **kwargs: Any) -> ImageSource:
+        """The split :meth:`to_arrays` wrote; ``kwargs``: the constructor's other arguments (``fields``, ``root`` ...)."""
+        extra: dict[str, Any] = {}
+        image_extra: dict[str, np.ndarray] = {}
+        for key in arrays:
+            kind, _, rest = key.partition(".")
+            if kind == "i":
+                image_extra[rest] = np.asarray(arrays[key])
+            elif kind == "x" and rest.endswith(".points"):
+                name = rest.removesuffix(".points")
+                extra[name] = Polygons(arrays[key], arrays[f"x.{name}.ring_offsets"], arrays[f"x.{name}.ring_owner"])
+            elif kind == "x" and not rest.endswith((".ring_offsets", ".ring_owner")):
+                extra[rest] = np.asarray(arrays[key])
+        return cls(rel_paths=arrays["rel_paths"], image_ids=arrays["image_ids"], hw=arrays["hw"],
+                   inst_offsets=arrays["inst_offsets"], boxes=arrays["boxes"], labels=arrays["labels"],
+                   difficult=arrays["difficult"], extra=extra, image_extra=image_extra, **kwargs)
 
     def run_fit_checks(self, img_size: int) -> None:
         """Run the reader's :attr:`fit_checks` on this split before training at ``img_size`` px.

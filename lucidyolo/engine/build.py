@@ -11,21 +11,12 @@ from typing import Any
 from lucidyolo.config.schema import RunConfig, device_count
 from lucidyolo.data.layouts import open_source
 from lucidyolo.data.source import ImageSource
+from lucidyolo.data.user_cache import cache_dir
 from lucidyolo.errors import ConfigError, DataError
 from lucidyolo.tasks.api import TaskSpec
 
 SYNTHETIC_VERSION = 2
 """Bump when the synthetic generator's output changes, so cached sets are rebuilt."""
-
-
-def cache_dir() -> Path:
-    """Where generated data lives: ``$LUCIDYOLO_CACHE_DIR`` or the platformdirs user cache."""
-    env = os.environ.get("LUCIDYOLO_CACHE_DIR")
-    if env:
-        return Path(env)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("lucidyolo"))
 
 
 def synthetic_root(spec: TaskSpec, cfg: RunConfig) -> Path:

@@ -62,7 +62,7 @@ def resolve_weights(
         source: a file, a run directory (``checkpoints/best.ckpt``, else ``last.ckpt``), or a URL,
             optionally ending in ``#sha256=HEX``.
         sha256: expected digest (hex), or None.
-        cache: cache root (default: :func:`lucidyolo.engine.build.cache_dir`).
+        cache: cache root (default: :func:`lucidyolo.data.user_cache.cache_dir`).
         progress: ``progress(bytes_done, bytes_total_or_None)`` while downloading.
         log: receives one line when a download starts.
 
@@ -76,7 +76,7 @@ def resolve_weights(
         path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(source).path))
     elif scheme in ("http", "https"):
         if cache is None:
-            from lucidyolo.engine.build import cache_dir
+            from lucidyolo.data.user_cache import cache_dir
 
             cache = cache_dir()
         path = cached_path(source, cache)
