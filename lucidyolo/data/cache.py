@@ -62,8 +62,8 @@ class FileTable(NamedTuple):
 
 def file_table(source: ImageSource) -> FileTable:
     """The :class:`FileTable` of ``source``, from its paths and recorded sizes (nothing is decoded)."""
-    keys = np.array([str(source.image_path(i)) for i in range(len(source))], dtype=object)
-    _, first, slot = np.unique(keys, return_index=True, return_inverse=True)
+    # the packed relative paths (one root): no Path per image, which took ~1 s at 10^5 images
+    _, first, slot = np.unique(source.all_rel_paths(), return_index=True, return_inverse=True)
     shapes = source.all_hw()[first].astype(np.int64).reshape(-1, 2)
     return FileTable(first.astype(np.int64), slot.astype(np.int64).reshape(-1), shapes)
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lucidyolo.data.core_shares import map_shares
 from lucidyolo.data.image_io import (
     BadImagesError,
     image_error_reason,
@@ -349,11 +350,23 @@ def scan_bad_images(src, decode: bool = False) -> list[tuple[Path, str]]:
     return scan_images(src, decode).bad
 
 
+SCAN_SHARES_FROM = 500
+"""Images from which :func:`scan_images` reads on every core (each costs ~0.2 ms: a header and a 4 KiB tail)."""
+
+
 def scan_images(src, decode: bool = False) -> ImageScan:
-    """One pass over a split's image files (see :func:`scan_bad_images`), also collecting EXIF rotations."""
+    """One pass over a split's image files (see :func:`scan_bad_images`), also collecting EXIF rotations.
+
+    Large splits are read on every core (:mod:`~lucidyolo.data.core_shares`), in order.
+    """
+    shares = map_shares(lambda a, b: _scan_range(src, decode, a, b), len(src), SCAN_SHARES_FROM)
+    return ImageScan([b for s in shares for b in s.bad], [r for s in shares for r in s.exif_rotated])
+
+
+def _scan_range(src, decode: bool, start: int, stop: int) -> ImageScan:
     bad: list[tuple[Path, str]] = []
     rotated: list[Path] = []
-    for i in range(len(src)):
+    for i in range(start, stop):
         p = src.image_path(i)
         reason = None
         try:

@@ -2,7 +2,8 @@
 
 A split of per-image files (YOLO: an image and its label text file) is
 scanned once: every image header is read for its size and every label file
-parsed into targets, on every core (:data:`PARALLEL_MIN` files and more).
+parsed into targets, on every core (:data:`PARALLEL_MIN` files and more;
+:mod:`~lucidyolo.data.core_shares`).
 What the scan found (the packed :class:`ImageSource`, the bad images and their
 reasons) is written, atomically, to one ``.npz`` file per dataset, split and
 task fields, keyed by every file's ``(size, mtime_ns)`` (an image's and its
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import time
 import warnings
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.atomic_write import atomic_open
+from lucidyolo.data.core_shares import map_shares, usable_cores
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.data.user_cache import cache_dir
 from lucidyolo.errors import DataError
@@ -143,45 +144,36 @@ def file_keys(images: Sequence[str], labels: Sequence[str]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- reading files
-_JOB: tuple[SplitReader, list[str], list[str], list[str]] | None = None
-"""The reader and file lists a forked pool's workers read their shares of (inherited, never pickled)."""
-
-
-def _read_share(bounds: tuple[int, int], positions: Sequence[int] | None = None) -> tuple[str, Any]:
-    """Read files ``bounds[0]..bounds[1]-1`` of :data:`_JOB` into packed arrays.
+def _read_share(reader: SplitReader, images: list[str], labels: list[str], rels: list[str], positions: Sequence[int],
+                start: int, stop: int) -> tuple[str, Any]:
+    """Read pairs ``start..stop-1`` into packed arrays.
 
     Returns ``("ok", (arrays, bad))`` with ``bad`` as ``(position, reason)``,
     or ``("error", (what, why, fix))`` for the first malformed label file.
     """
-    assert _JOB is not None
-    reader, images, labels, rels = _JOB
     builder = SourceBuilder(reader.fields, meta=reader.meta)
     bad: list[tuple[int, str]] = []
-    for k in range(*bounds):
-        pos = k if positions is None else positions[k]
+    for k in range(start, stop):
         try:
             hw = reader.image_size(images[k])
         except DataError as exc:
-            bad.append((pos, reader.bad_reason(exc, Path(images[k]))))
+            bad.append((positions[k], reader.bad_reason(exc, Path(images[k]))))
             continue
         try:
             targets = reader.targets(labels[k], hw)
         except DataError as exc:
             return "error", (exc.what, exc.why, exc.fix)
-        builder.add(rels[k], pos, hw, targets)
+        builder.add(rels[k], positions[k], hw, targets)
     return "ok", (builder.build(**reader.source_args).to_arrays(), bad)
 
 
 def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 def read_files(reader: SplitReader, images: list[str], labels: list[str], rels: list[str],
                positions: Sequence[int]) -> tuple[ImageSource, list[tuple[int, str]]]:
-    """Read every listed pair (in a forked pool on every core from :data:`PARALLEL_MIN` pairs on).
+    """Read every listed pair (on every core from :data:`PARALLEL_MIN` pairs on).
 
     Returns the packed readable images (ids: ``positions``) and ``(position, reason)``
     of the bad ones, exactly as one process reading them in order would.
@@ -189,26 +181,8 @@ def read_files(reader: SplitReader, images: list[str], labels: list[str], rels: 
     Raises:
         DataError: the first malformed label file in listing order.
     """
-    global _JOB
-    n = len(images)
-    cores = _cores()
-    shares = [(0, n)]
-    if n >= PARALLEL_MIN and cores > 1 and "fork" in multiprocessing.get_all_start_methods():
-        step = -(-n // (cores * 4))  # a few shares per core: a slow disk region does not hold one core up
-        shares = [(a, min(a + step, n)) for a in range(0, n, step)]
-    _JOB = (reader, images, labels, rels)
-    try:
-        results = None
-        if len(shares) > 1:
-            try:
-                with multiprocessing.get_context("fork").Pool(cores) as pool:
-                    results = pool.starmap(_read_share, [(s, positions) for s in shares])
-            except (AssertionError, OSError):
-                results = None  # a daemonic process (a loader worker) cannot fork a pool: read here
-        if results is None:
-            results = [_read_share((0, n), positions)]
-    finally:
-        _JOB = None
+    results = map_shares(lambda a, b: _read_share(reader, images, labels, rels, positions, a, b), len(images),
+                         PARALLEL_MIN, _cores())
     parts, bad = [], []
     for status, payload in results:
         if status == "error":

@@ -147,6 +147,12 @@ class ImageSource:
         """COCO image id of image ``i`` (YOLO / DOTA roots: its index)."""
         return int(self._image_ids[i])
 
+    def all_rel_paths(self) -> np.ndarray:
+        """``(N_images,)`` bytes: every image's utf-8 path relative to :attr:`root` (read-only view)."""
+        v = self._rel_paths.view()
+        v.flags.writeable = False
+        return v
+
     def all_image_ids(self) -> np.ndarray:
         """``(N_images,)`` int64 image id of every image (read-only view)."""
         v = self._image_ids.view()

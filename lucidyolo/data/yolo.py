@@ -246,8 +246,10 @@ def _image_files(folder: Path, other_splits: dict[str, list[Path]] | None = None
     skipped: list[tuple[Path, str]] = []
     followed = False
 
-    # os.walk(followlinks=True), top-down and depth-first, on the DirEntry kinds scandir already has
-    # (no stat per file: a split of 10^5 images is listed in a fraction of a second)
+    # os.walk(followlinks=True), depth-first, on the DirEntry kinds scandir already has (no stat per file: a
+    # split of 10^5 images lists in a fraction of a second). Each folder's entries are taken in name order, a
+    # sub-folder's files in its place: that is Path order (part by part, "a/x" before "a-b/x"), the order of
+    # the image ids, with no sort of the whole list.
     def walk(dirpath: str, chain_above: list[str]) -> None:
         nonlocal followed
         real = os.path.realpath(dirpath)
@@ -257,10 +259,9 @@ def _image_files(folder: Path, other_splits: dict[str, list[Path]] | None = None
         chain = [*chain_above, real]
         try:
             with os.scandir(dirpath) as it:
-                entries = list(it)
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
             return  # as os.walk: an unreadable folder lists nothing
-        subdirs = []
         for e in entries:
             try:
                 is_dir = e.is_dir()
@@ -273,7 +274,7 @@ def _image_files(folder: Path, other_splits: dict[str, list[Path]] | None = None
                         skipped.append((Path(e.path), reason))
                         continue
                     followed = True
-                subdirs.append(e.path)
+                walk(e.path, chain)
                 continue
             # a link it cannot stat (dangling, or a ring) lands here among the files, as in os.walk
             reason = (_dead_link_reason(e.path) or refused(e.path, chain)) if e.is_symlink() else None
@@ -281,12 +282,8 @@ def _image_files(folder: Path, other_splits: dict[str, list[Path]] | None = None
                 skipped.append((Path(e.path), reason))
             elif os.path.splitext(e.name)[1].lower() in IMAGE_SUFFIXES and e.is_file():
                 out.append(e.path)
-        for d in subdirs:
-            walk(d, chain)
 
     walk(os.fspath(folder), [])
-    # Path order (part by part), as the ids of earlier versions: "a/x" sorts before "a-b/x"
-    out.sort(key=lambda p: p.split(os.sep))
     return out, followed, sorted(skipped)
 
 
@@ -518,11 +515,15 @@ def _label_paths(images: list[str]) -> list[str]:
     folders: dict[str, str] = {}
     out = []
     for img in images:
-        folder, base = os.path.split(img)
+        cut = img.rfind(os.sep)
+        folder = img[:cut]
         lf = folders.get(folder)
         if lf is None:
             lf = folders[folder] = str(label_path_for(Path(folder) / "x.jpg").parent)
-        out.append(os.path.join(lf, os.path.splitext(base)[0] + ".txt"))
+        dot = img.rfind(".")
+        # as Path.with_suffix: a name's last dot starts its suffix, unless it leads the name or ends it
+        stem = img[cut:dot] if cut + 1 < dot < len(img) - 1 else img[cut:]
+        out.append(lf + stem + ".txt")
     return out
 
 
@@ -631,13 +632,27 @@ def read_yolo(yaml_path: Path, split: str, fields: tuple[str, ...], *, name: str
 
 
 def orphan_labels(yaml_path: Path, split: str) -> list[Path]:
-    """Label files of a split that have no image beside them (reported by check)."""
+    """Label files of a split that have no image beside them (reported by check).
+
+    Folders are compared by their real paths (a label folder reached through a
+    link), each resolved once: a split of 10^5 files needs no resolve per file.
+    """
     spec = parse_yolo_yaml(yaml_path)
-    images = _list_images(spec, split)
-    expected = {label_path_for(p).resolve() for p in images}
-    dirs = {label_path_for(p).parent for p in images}
+    labels = _label_paths(list_split(spec, split).files)
+    real: dict[str, str] = {}
+
+    def key(folder: str, name: str) -> tuple[str, str]:
+        if folder not in real:
+            real[folder] = os.path.realpath(folder)
+        return real[folder], name
+
+    expected = {key(*os.path.split(p)) for p in labels}
     found: list[Path] = []
-    for d in sorted(dirs):
-        if d.is_dir():
-            found.extend(q for q in sorted(d.glob("*.txt")) if q.resolve() not in expected)
+    for d in sorted({os.path.dirname(p) for p in labels}, key=lambda f: f.split(os.sep)):
+        try:
+            with os.scandir(d) as it:
+                names = sorted(e.name for e in it if e.name.endswith(".txt") and not e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        found.extend(Path(d, n) for n in names if key(d, n) not in expected)
     return found

@@ -225,3 +225,11 @@ def test_data_check_reports_the_same_counts_warm(root, index_dir):
     assert first.returncode == 0 and second.returncode == 0, first.stdout + first.stderr
     assert first.stdout == second.stdout
     assert list(index_dir.iterdir()), "data check wrote no index"
+
+
+def test_label_paths_of_a_listing_are_label_path_for_each_image():
+    from lucidyolo.data.yolo import _label_paths, label_path_for
+
+    images = ["/d/images/train/a.jpg", "/d/images/train/x.tar.png", "/d/images/v.1/noext", "/d/images/t/.hidden",
+              "/d/images/t/name.", "/d/images/t/images/b.jpeg", "/d/other/c.jpg", "/d/images.x/images/e.webp"]
+    assert _label_paths(images) == [str(label_path_for(Path(p))) for p in images]

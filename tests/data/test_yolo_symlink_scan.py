@@ -41,7 +41,7 @@ def test_loops_links_into_val_and_dead_links_are_skipped_with_their_reason(tmp_p
     (train / "gone.jpg").symlink_to("nowhere.jpg")
     (train / "self").symlink_to("self")
     found, followed, skipped = _image_files(train, {"val": [val]})
-    assert [p.name for p in found] == ["t0.jpg", "t1.jpg"]
+    assert [p.name for p in map(Path, found)] == ["t0.jpg", "t1.jpg"]
     assert not followed
     assert [(p.name, why) for p, why in skipped] == [
         ("gone.jpg", "broken link"), ("here", "loop"), ("peek", "into split 'val'"), ("self", "loop"),
@@ -57,7 +57,7 @@ def test_a_shared_store_behind_a_link_is_read_and_a_ring_inside_it_is_cut(tmp_pa
     (tmp_path / "store" / "sub" / "back").symlink_to("..")  # a ring inside the store
     found, followed, skipped = _image_files(train, {"val": [root / "images" / "val"]})
     assert followed
-    assert sorted(p.name for p in found) == ["s0.jpg", "t0.jpg", "t1.jpg"]
+    assert sorted(p.name for p in map(Path, found)) == ["s0.jpg", "t0.jpg", "t1.jpg"]
     assert [(p.name, why) for p, why in skipped] == [("back", "loop")]
 
 
@@ -70,7 +70,7 @@ def test_a_ring_through_two_folders_outside_the_root_is_a_loop(tmp_path):
     (tmp_path / "one" / "two").symlink_to(tmp_path / "two")
     (tmp_path / "two" / "one").symlink_to(tmp_path / "one")  # back to where the walk came from
     found, _, skipped = _image_files(train, {})
-    assert sorted(p.name for p in found) == ["o.jpg", "t0.jpg", "t1.jpg", "w.jpg"]
+    assert sorted(p.name for p in map(Path, found)) == ["o.jpg", "t0.jpg", "t1.jpg", "w.jpg"]
     assert [(p.relative_to(train).as_posix(), why) for p, why in skipped] == [("one/two/one", "loop")]
 
 
@@ -80,7 +80,7 @@ def test_a_link_to_a_folder_of_this_split_is_followed_once(tmp_path):
     _files(train / "part", "p0.jpg")
     (train / "alias").symlink_to("part")
     found, _, skipped = _image_files(train, {"val": [root / "images" / "val"]})
-    assert sorted(p.name for p in found) == ["p0.jpg", "t0.jpg", "t1.jpg"] and skipped == []
+    assert sorted(p.name for p in map(Path, found)) == ["p0.jpg", "t0.jpg", "t1.jpg"] and skipped == []
 
 
 def test_list_split_knows_the_other_splits_and_the_warning_names_the_links(tmp_path):
