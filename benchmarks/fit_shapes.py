@@ -27,8 +27,23 @@ the fit and stops them after it; ``--threads T`` runs the fit with ``OMP_NUM_THR
 ``--omp-wait passive|active`` with ``OMP_WAIT_POLICY``. The JSON line records all three
 and ``threads_used``, the count the run recorded in its ``config.yaml``.
 
+Beside the reference trainer (an optional comparison, never a dependency): ``--reference CMD``
+names the reference's console script (``yolo``; e.g. installed with ``pip install --target DIR``
+outside lucid's environment, ``PYTHONPATH=DIR``). Both tools then train on one YOLO-format set
+(the task's fields drawn by lucid's synthetic writer, 64 train / 16 val at 320 px, written to a
+temporary folder), one after the other, at the same size, batch, epochs, threads and 0 loader
+workers, each at its own defaults otherwise; the reference model is ``yolo26n{suffix}.yaml``
+(``--reference-model`` overrides it). The JSON line gains ``reference`` (its wall, loop images/s
+from its last progress line of each epoch, 2..E, and its own final mAP50-95 column) and
+``loop_vs_reference`` / ``wall_vs_reference`` (lucid's over the reference's).
+
+The machine class (``avx512_amx``, ``avx512``, ``avx2``: the widest vector unit torch uses, after
+``ATEN_CPU_CAPABILITY``) is recorded as ``cpu_capability``; ``ATEN_CPU_CAPABILITY=avx2
+ONEDNN_MAX_CPU_ISA=AVX2`` makes an AVX-512 machine train as an AVX2 one does (both tools).
+
 Usage: ``python benchmarks/fit_shapes.py [--task det] [--synthetic] [--data-root DIR] [--epochs 30]
-[--extra "--model.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]``.
+[--extra "--model.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]
+[--reference yolo [--reference-model yolo26n-pose.yaml]]``.
 """
 
 from __future__ import annotations
@@ -65,6 +80,60 @@ def matmul_gflops() -> float:
     return round(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout), 1)
 
 
+REFERENCE_MODELS = {"det": "yolo26n.yaml", "seg": "yolo26n-seg.yaml", "obb": "yolo26n-obb.yaml",
+                    "keypoints": "yolo26n-pose.yaml"}
+"""The reference's nano model of each built-in task (a plugin's: ``--reference-model``)."""
+
+
+def cpu_capability() -> str:
+    """The vector unit torch's CPU kernels use here (honours ``ATEN_CPU_CAPABILITY``), with AMX when present."""
+    code = ("import torch\n"
+            "cap = torch.backends.cpu.get_cpu_capability().lower()\n"
+            "amx = getattr(torch.cpu, '_is_amx_tile_supported', lambda: False)()\n"
+            "print(cap + ('_amx' if amx and cap.startswith('avx512') else ''))\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write_yolo_set(task: str, out: Path) -> Path:
+    """The task's synthetic set as a YOLO root both tools read (its yaml gets an absolute ``path:``)."""
+    from lucidyolo.data.synth import write_synthetic
+    from lucidyolo.tasks.registry import get_task
+
+    root = write_synthetic(out, get_task(task).fields, SYNTHETIC_IMAGES, 320, seed=0, fmt="yolo")
+    yaml_path = root / "data.yaml"
+    text = yaml_path.read_text()
+    yaml_path.write_text("\n".join(f"path: {root}" if ln.startswith("path:") else ln for ln in text.splitlines()) + "\n")
+    return yaml_path
+
+
+def run_reference(cmd: str, model: str, data_yaml: Path, epochs: int, env: dict[str, str], work: Path) -> dict[str, object]:
+    """Train the reference trainer on ``data_yaml``; its wall, loop images/s (epochs 2..E) and final mAP50-95."""
+    home = work / "reference-home"  # its settings file and any cache stay in the temporary folder
+    home.mkdir(parents=True, exist_ok=True)
+    args = [*shlex.split(cmd), "train", f"model={model}", f"data={data_yaml}", f"epochs={epochs}", "imgsz=320",
+            "batch=8", "workers=0", "device=cpu", "plots=False", f"project={work / 'reference'}", "name=run",
+            "exist_ok=True"]
+    t0 = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, cwd=work, env=dict(env, HOME=str(home), YOLO_OFFLINE="1"))
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit("the reference trainer failed:\n" + (done.stdout + done.stderr)[-4000:])
+    # its progress bar's last state per epoch: "  2/30  0G  2.769 ... 320: 100% ━━━ 8/8 2.2it/s 3.7s"
+    finals: dict[int, float] = {}
+    for part in (done.stdout + done.stderr).replace("\r", "\n").splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", part).strip()
+        m = re.match(r"(\d+)/\d+\s.*\s(\d+)/(\d+) [0-9.]+(?:it/s|s/it) ([0-9.]+)s$", line)
+        if m and m.group(2) == m.group(3) and float(m.group(4)) > 0:
+            finals[int(m.group(1))] = int(m.group(3)) * 8 / float(m.group(4))
+    rates = [r for e, r in finals.items() if e > 1]
+    with open(work / "reference" / "run" / "results.csv") as f:
+        last = {k.strip(): v for k, v in list(csv.DictReader(f))[-1].items()}
+    metric = next((k for k in ("metrics/mAP50-95(M)", "metrics/mAP50-95(P)", "metrics/mAP50-95(B)") if k in last), None)
+    return {"command": " ".join(args), "wall_s": round(wall, 1),
+            "train_img_per_s": None if not rates else round(sum(rates) / len(rates), 2),
+            "own_metric": metric, "own_value": None if metric is None else float(last[metric])}
+
+
 SYNTHETIC_IMAGES = 80
 """The synthetic set's size: as many images as the shapes set (the tasks' hooks split 80 / 20)."""
 
@@ -83,10 +152,14 @@ def main() -> None:
     ap.add_argument("--compete", type=int, default=0, help="CPU-bound processes running beside the fit")
     ap.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of the fit (default: inherited)")
     ap.add_argument("--omp-wait", choices=("passive", "active"), default=None, help="OMP_WAIT_POLICY of the fit")
+    ap.add_argument("--reference", default=None, help="the reference trainer's console script: train it side by side")
+    ap.add_argument("--reference-model", default=None, help="its model yaml (default: the task's nano model)")
     args = ap.parse_args()
     lucid = shutil.which("lucid") or str(Path(sys.executable).with_name("lucid"))
     work = Path(tempfile.mkdtemp(prefix="lucid-fit-shapes-"))
     data_root = args.data_root
+    if data_root is None and args.reference:
+        data_root = write_yolo_set(args.task, work / "data")
     if data_root is None and args.task == "det" and not args.synthetic:
         data_root = Path(os.environ.get("LUCID_SHAPES", DEFAULT_ROOT))
     if data_root is None:
@@ -96,9 +169,10 @@ def main() -> None:
         if spec.make_synthetic is None:
             sys.exit(f"task {spec.name!r} has no synthetic set (pass --data-root)")
         data_root = Path(spec.make_synthetic(out_dir=work / "data", num_images=SYNTHETIC_IMAGES, img_size=320, seed=0))
-    if not data_root.is_dir():
+    if not data_root.exists():
         sys.exit(f"{data_root} is absent (pass --data-root)")
     gflops = matmul_gflops()
+    capability = cpu_capability()
     cmd = [lucid, "fit", args.task, "--data-root", str(data_root), "--data.img_size", "320", "--data.batch_size", "8",
            "--trainer.max_epochs", str(args.epochs), "--trainer.default_root_dir", str(work / "runs"),
            *shlex.split(args.extra)]
@@ -134,7 +208,7 @@ def main() -> None:
     with open(work / "runs" / "version_0" / "config.yaml") as f:
         used = (yaml.safe_load(f) or {}).get("trainer", {}).get("threads")
     done = next((m for ln in reversed(lines) if (m := re.match(r"done: (\S+) ([-0-9.e]+|nan)", ln))), None)
-    print(json.dumps({
+    out: dict[str, object] = {
         "command": " ".join(cmd[1:]), "task": args.task, "epochs": args.epochs,
         "torch_threads": env.get("OMP_NUM_THREADS"), "omp_wait_policy": env.get("OMP_WAIT_POLICY"),
         "competing_processes": args.compete, "threads_used": used,
@@ -144,8 +218,18 @@ def main() -> None:
         "metric": None if done is None else done.group(1),
         "value": None if done is None else float(done.group(2)),
         "map50_95": _float(last.get("metrics/mAP50-95(B)")), "map50": _float(last.get("metrics/mAP50(B)")),
-        "machine_matmul_gflops": gflops,
-    }))
+        "machine_matmul_gflops": gflops, "cpu_capability": capability,
+    }
+    if args.reference:
+        model = args.reference_model or REFERENCE_MODELS.get(args.task)
+        if model is None:
+            sys.exit(f"no reference model for task {args.task!r}: pass --reference-model")
+        ref = run_reference(args.reference, model, data_root, args.epochs, env, work)
+        out["reference"] = ref
+        if ref["train_img_per_s"] and out["train_img_per_s"]:
+            out["loop_vs_reference"] = round(out["train_img_per_s"] / ref["train_img_per_s"], 2)
+        out["wall_vs_reference"] = round(out["wall_s"] / ref["wall_s"], 2)
+    print(json.dumps(out))
     shutil.rmtree(work, ignore_errors=True)
 
 
