@@ -106,6 +106,22 @@ def write_yolo_set(task: str, out: Path) -> Path:
     return yaml_path
 
 
+def reference_rates(log: str, batch: int = 8) -> dict[int, float]:
+    """Training images/s of each epoch from the reference's log: its progress bar's last state per epoch.
+
+    A final state reads ``2/30  0G  2.769 ... 320: 100% ━━━ 8/8 2.2it/s 3.7s``
+    (epoch, losses, batches done of all, rate, elapsed): ``8 * 8 / 3.7`` images/s.
+    Validation bars (no epoch first) and unfinished states are skipped.
+    """
+    finals: dict[int, float] = {}
+    for part in log.replace("\r", "\n").splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", part).strip()
+        m = re.match(r"(\d+)/\d+\s.*\s(\d+)/(\d+) [0-9.]+(?:it/s|s/it) ([0-9.]+)s$", line)
+        if m and m.group(2) == m.group(3) and float(m.group(4)) > 0:
+            finals[int(m.group(1))] = int(m.group(3)) * batch / float(m.group(4))
+    return finals
+
+
 def run_reference(cmd: str, model: str, data_yaml: Path, epochs: int, env: dict[str, str], work: Path) -> dict[str, object]:
     """Train the reference trainer on ``data_yaml``; its wall, loop images/s (epochs 2..E) and final mAP50-95."""
     home = work / "reference-home"  # its settings file and any cache stay in the temporary folder
@@ -118,13 +134,7 @@ def run_reference(cmd: str, model: str, data_yaml: Path, epochs: int, env: dict[
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit("the reference trainer failed:\n" + (done.stdout + done.stderr)[-4000:])
-    # its progress bar's last state per epoch: "  2/30  0G  2.769 ... 320: 100% ━━━ 8/8 2.2it/s 3.7s"
-    finals: dict[int, float] = {}
-    for part in (done.stdout + done.stderr).replace("\r", "\n").splitlines():
-        line = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", part).strip()
-        m = re.match(r"(\d+)/\d+\s.*\s(\d+)/(\d+) [0-9.]+(?:it/s|s/it) ([0-9.]+)s$", line)
-        if m and m.group(2) == m.group(3) and float(m.group(4)) > 0:
-            finals[int(m.group(1))] = int(m.group(3)) * 8 / float(m.group(4))
+    finals = reference_rates(done.stdout + done.stderr)
     rates = [r for e, r in finals.items() if e > 1]
     with open(work / "reference" / "run" / "results.csv") as f:
         last = {k.strip(): v for k, v in list(csv.DictReader(f))[-1].items()}

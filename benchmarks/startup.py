@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -89,8 +88,9 @@ def make_set(root: Path, images: int, val_images: int) -> Path:
     root.mkdir(parents=True)
     jobs = [(root, "train", s, min(s + 5000, images), 0) for s in range(0, images, 5000)]
     jobs += [(root, "val", s, min(s + 5000, val_images), 1) for s in range(0, val_images, 5000)]
-    with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
-        list(pool.map(_write_chunk, jobs))
+    from lucidyolo.data.core_shares import map_shares
+
+    map_shares(lambda a, b: [_write_chunk(j) for j in jobs[a:b]], len(jobs), min_items=2)
     (root / "data.yaml").write_text("train: images/train\nval: images/val\nnames: [a, b, c]\n")
     marker.write_text(want)
     return root / "data.yaml"
