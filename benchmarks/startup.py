@@ -14,7 +14,11 @@ console script in its own process, as a user would type them:
 - ``one_label_edited_first_step_s``: the same after one label file was edited
   (that file is re-read, the rest comes from the index);
 - ``data_check_warm_s``: ``lucid data check ROOT`` with the index written;
-- ``*_peak_rss_gb``: each step's peak resident memory (``ru_maxrss`` of the child).
+- ``*_peak_rss_gb``: the fit process's peak resident memory at its first step (``VmHWM``).
+
+``--reference CMD`` (the reference trainer's console script, optional) times its cold start
+(its label cache removed) and its later start on the same set, to its first finished batch,
+at the same size, batch and 0 loader workers (``reference`` in the JSON line).
 
 ``--no-index`` runs the same steps with ``LUCIDYOLO_LABEL_INDEX=off`` (what
 start-up cost before the index). Usage: ``python benchmarks/startup.py [--images
@@ -27,7 +31,8 @@ import argparse
 import io
 import json
 import os
-import resource
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -100,30 +105,50 @@ def _lucid() -> str:
     return shutil.which("lucid") or str(Path(sys.executable).with_name("lucid"))
 
 
-def _peak_rss_gb(before: int) -> float:
-    # ru_maxrss of the children is the largest child so far (kB on Linux): each step runs after the last
-    now = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(max(now, before) / 1e6, 2)
+def _peak_rss_gb(pid: int) -> float | None:
+    """The peak resident memory of a live process (``VmHWM``), in GB; ``None`` off Linux."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            kb = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+    return round(kb / 1e6, 2)
 
 
-def first_step(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float | None]:
-    """Run ``cmd`` until its "first training step done" line, then stop it with SIGINT."""
+def lucid_stepped(text: str) -> bool:
+    return "first training step done" in text
+
+
+_BAR = re.compile(r"(?:^|\s)1/1\s.*?\s(\d+)/(\d+) [0-9.]+(?:it/s|s/it)")
+
+
+def reference_stepped(text: str) -> bool:
+    """The reference's progress bar of epoch 1 shows a finished batch (``1/1 ... 1/15000 2.1it/s``)."""
+    return any((m := _BAR.search(part)) is not None and int(m.group(1)) >= 1 for part in re.split(r"[\r\n]", text))
+
+
+def first_step(cmd: list[str], env: dict[str, str], cwd: Path, stepped=lucid_stepped) -> tuple[float, float | None]:
+    """Run ``cmd`` until its output says a training step is done; stop it (SIGINT), return the seconds and peak GB."""
     t0 = time.perf_counter()
-    seen = None
-    tail: list[str] = []
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd) as proc:
+    seen = peak = None
+    out = b""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            tail = [*tail[-30:], line.rstrip()]
-            if line.startswith("first training step done"):
+        while True:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out = (out + chunk)[-20000:]
+            if stepped(out.decode("utf-8", "replace")):
                 seen = time.perf_counter() - t0
+                peak = _peak_rss_gb(proc.pid)
                 proc.send_signal(signal.SIGINT)
                 break
         proc.stdout.read()
         proc.wait()
     if seen is None:
-        sys.exit("lucid fit never reached its first step:\n" + "\n".join(tail))
-    return {"s": round(seen, 1)}
+        sys.exit(f"{cmd[0]} never reached its first step:\n" + out.decode("utf-8", "replace")[-3000:])
+    return round(seen, 1), peak
 
 
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -134,12 +159,38 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     return round(time.perf_counter() - t0, 1)
 
 
+def reference_starts(cmd: str, yaml_path: Path, work: Path, env: dict[str, str]) -> dict[str, object]:
+    """The reference trainer's first and later start on the same set: time to its first finished batch, peak GB.
+
+    Its own label cache (the files it adds beside the label folders) is removed before the first start
+    and after the second, so the set is left as it was made.
+    """
+    labels = yaml_path.parent / "labels"
+    before = set(labels.iterdir())
+    data = work / "reference-data.yaml"  # its yaml with an absolute root
+    data.write_text(f"path: {yaml_path.parent}\n" + yaml_path.read_text())
+    args = [*shlex.split(cmd), "train", "model=yolo26n.yaml", f"data={data}", "epochs=1", "imgsz=64", "batch=8",
+            "workers=0", "device=cpu", "plots=False", f"project={work / 'reference'}", "name=run", "exist_ok=True"]
+    home = work / "reference-home"
+    home.mkdir(exist_ok=True)
+    renv = dict(env, HOME=str(home), YOLO_OFFLINE="1")
+    out: dict[str, object] = {"command": " ".join(args)}
+    try:
+        out["cold_first_step_s"], out["cold_peak_rss_gb"] = first_step(args, renv, work, reference_stepped)
+        out["warm_first_step_s"], out["warm_peak_rss_gb"] = first_step(args, renv, work, reference_stepped)
+    finally:
+        for extra in set(labels.iterdir()) - before:
+            extra.unlink() if extra.is_file() else shutil.rmtree(extra, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=120_000)
     ap.add_argument("--val-images", type=int, default=1_000)
     ap.add_argument("--root", type=Path, default=None, help="where the set is made (default: the user cache)")
     ap.add_argument("--no-index", action="store_true", help="run with the label index off")
+    ap.add_argument("--reference", default=None, help="the reference trainer's console script: time its starts too")
     args = ap.parse_args()
     if args.root is None:
         from lucidyolo.data.user_cache import cache_dir
@@ -157,20 +208,18 @@ def main() -> None:
            "--trainer.max_epochs", "1", "--trainer.default_root_dir", str(work / "runs")]
     out: dict[str, object] = {"images": args.images, "val_images": args.val_images, "set_made_s": made_s,
                               "label_index": not args.no_index, "cpus": os.cpu_count()}
-    rss = 0
-    out["cold_first_step_s"] = first_step(fit, env, work)["s"]
-    print(json.dumps(out), file=sys.stderr)
-    out["cold_peak_rss_gb"] = rss_now = _peak_rss_gb(rss)
-    out["warm_first_step_s"] = first_step(fit, env, work)["s"]
+    out["cold_first_step_s"], out["cold_peak_rss_gb"] = first_step(fit, env, work)
+    out["warm_first_step_s"], out["warm_peak_rss_gb"] = first_step(fit, env, work)
     edited = args.root / "labels" / "train" / "000" / "0000000.txt"
     original = edited.read_text()
     try:
         edited.write_text(original + "0 0.5 0.5 0.1 0.1\n")
-        out["one_label_edited_first_step_s"] = first_step(fit, env, work)["s"]
+        out["one_label_edited_first_step_s"], _ = first_step(fit, env, work)
     finally:
         edited.write_text(original)
     out["data_check_warm_s"] = timed([_lucid(), "data", "check", "--data-root", str(yaml_path)], env, work)
-    out["peak_rss_gb"] = max(rss_now, _peak_rss_gb(rss))
+    if args.reference:
+        out["reference"] = reference_starts(args.reference, yaml_path, work, env)
     shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(out))
 

@@ -3,8 +3,9 @@
 A scan of 10^5 files is Python-bound (headers, label rows): one process per
 core reads its shares. The work is a closure the forked workers inherit (never
 pickled); only its results travel back. Below ``min_items``, on one core,
-without ``fork`` (Windows), or inside a process that may not have children (a
-loader worker), the caller's process does all of it. Torch-free.
+off Linux (Windows has no ``fork``; on macOS a forked child of a process that
+has started system threads may crash), or inside a process that may not have
+children (a loader worker), the caller's process does all of it. Torch-free.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -55,7 +57,7 @@ def map_shares(work: Callable[[int, int], T], n: int, min_items: int, cores: int
     """
     global _WORK
     cores = usable_cores() if cores is None else cores
-    if n < min_items or cores < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if n < min_items or cores < 2 or not sys.platform.startswith("linux"):
         return [work(0, n)]
     step = -(-n // (cores * SHARES_PER_CORE))
     bounds = [(a, min(a + step, n)) for a in range(0, n, step)]

@@ -254,8 +254,11 @@ def scan_split(reader: SplitReader, images: list[str], labels: list[str], rels: 
         header, arrays = loaded
         old = ImageSource.from_arrays({k[2:]: v for k, v in arrays.items() if k.startswith("s.")},
                                       fields=reader.fields, meta=reader.meta, **reader.source_args)
-        old_pos = {p: i for i, p in enumerate(arrays["paths"].tolist())}
-        where = np.array([old_pos.get(p, -1) for p in paths.tolist()], np.int64)
+        if arrays["paths"].shape == paths.shape and np.array_equal(arrays["paths"], paths):
+            where = np.arange(len(paths), dtype=np.int64)  # the same listing (the usual start)
+        else:
+            old_pos = {p: i for i, p in enumerate(arrays["paths"].tolist())}
+            where = np.array([old_pos.get(p, -1) for p in paths.tolist()], np.int64)
         same = where >= 0
         same[same] = (arrays["keys"][where[same]] == keys[same]).all(1)
         # an image the index holds: its row in the old source (ids there are old listing positions)
@@ -274,7 +277,9 @@ def scan_split(reader: SplitReader, images: list[str], labels: list[str], rels: 
     fresh, fresh_bad = read_files(reader, [images[i] for i in todo], [labels[i] for i in todo],
                                   [rels[i] for i in todo], todo.tolist())
     bad.update(dict(fresh_bad))
-    if old is not None and len(kept_pos):
+    if old is not None and not len(todo) and np.array_equal(old.all_image_ids(), kept_pos):
+        source = old  # nothing changed: the index's split as it is
+    elif old is not None and len(kept_pos):
         both = ImageSource.concat([old.take(kept_from, image_ids=kept_pos), fresh])
         ids = both.all_image_ids()
         source = both.take(np.argsort(ids, kind="stable"))

@@ -29,3 +29,12 @@ def test_the_set_has_every_image_labelled_and_is_not_made_twice(tmp_path, monkey
     before = marker.stat().st_mtime_ns
     startup.make_set(tmp_path / "set", 30, 5)
     assert marker.stat().st_mtime_ns == before
+
+
+def test_the_reference_has_stepped_once_its_first_epoch_bar_shows_a_finished_batch():
+    startup = _startup()
+    bar = "\x1b[K        1/1         0G      2.719      4.729    0.03803         20         64: 0% ──── {}/15000 {}it/s 0.5s<2:00:00"
+    assert not startup.reference_stepped(bar.format(0, "0.0"))
+    assert startup.reference_stepped("scanning...\r" + bar.format(1, "2.1"))
+    assert not startup.reference_stepped("   Class     Images  Instances      Box(P: 100% ━━━━━━━━━━━━ 1/1 4.9it/s 0.2s")
+    assert startup.lucid_stepped("lucid fit det: ...\nfirst training step done 0.3 s after the fit started\n")
