@@ -137,3 +137,25 @@ def test_hook_panels_are_checked_and_written_with_a_valid_picture(tmp_path):
     with pytest.raises(ValueError, match="clashes"):
         label_statistics(_source(), lambda **_: {"classes": {"kind": "bars", "categories": [], "series": {}}})
     assert math.isfinite(stats["instances_per_image"]["mean"])
+
+
+def test_the_picture_of_statistics_drawn_before_is_copied_not_drawn(tmp_path, monkeypatch):
+    import lucidyolo.engine.label_plots as label_plots
+
+    monkeypatch.setenv("LUCIDYOLO_INDEX_DIR", str(tmp_path / "index"))
+    monkeypatch.delenv("LUCIDYOLO_LABEL_INDEX", raising=False)
+    stats = label_statistics(_source(), None, {})
+    first, _ = write_label_stats(stats, tmp_path / "run1")
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drawn again")
+
+    monkeypatch.setattr(label_plots, "draw_label_stats", no_drawing)
+    second, _ = write_label_stats(stats, tmp_path / "run2")
+    assert second.read_bytes() == first.read_bytes()
+    other = label_statistics(_source(labels=[1, 2, 0, 0, 1, 1]), None, {})  # other statistics: a new picture
+    with pytest.raises(AssertionError, match="drawn again"):
+        write_label_stats(other, tmp_path / "run3")
+    monkeypatch.setenv("LUCIDYOLO_LABEL_INDEX", "off")  # no index folder: always drawn
+    with pytest.raises(AssertionError, match="drawn again"):
+        write_label_stats(stats, tmp_path / "run4")
