@@ -152,7 +152,10 @@ def test_another_yaml_or_pixel_limit_rescans_everything(root, index_dir, reads, 
     read_yolo(yaml, "train", fields)
     yaml.write_text(yaml.read_text() + "\n# edited\n")
     read_yolo(yaml, "train", fields)
-    monkeypatch.setenv("LUCID_MAX_IMAGE_PIXELS", "123456789")
+    from lucidyolo.data import pixel_limit
+
+    # the limit in force (an in-process fit earlier in this worker may have set it, over the environment)
+    monkeypatch.setattr(pixel_limit, "_limit", pixel_limit.max_image_pixels() - 1)
     read_yolo(yaml, "train", fields)
     n = len(reads[0])
     assert [len(c) for c in reads] == [n, n, n]
