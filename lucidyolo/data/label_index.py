@@ -22,6 +22,7 @@ neither reads nor writes it. Numpy only (no pickle), torch-free.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -293,4 +294,21 @@ def scan_split(reader: SplitReader, images: list[str], labels: list[str], rels: 
     hit = loaded is not None and not scan.read and len(loaded[1]["paths"]) == len(images)
     if index is not None and not hit:
         _save(index, reader, paths, keys, scan, started)
+        _forget_unused(index.parent)
+    elif index is not None:
+        with contextlib.suppress(OSError):
+            os.utime(index)  # used: kept by _forget_unused
     return scan
+
+
+UNUSED_DAYS = 90
+"""An index no start has used for this long is removed (its dataset moved, or is gone)."""
+
+
+def _forget_unused(folder: Path) -> None:
+    cutoff = time.time() - UNUSED_DAYS * 86400
+    with contextlib.suppress(OSError):
+        for old in folder.glob("*.npz"):
+            with contextlib.suppress(OSError):
+                if old.stat().st_mtime < cutoff:
+                    old.unlink()

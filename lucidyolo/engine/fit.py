@@ -7,11 +7,12 @@ lives), :mod:`lucidyolo.engine.build` (config -> splits, system, datamodule),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,11 +158,38 @@ def run_fit(
     from lucidyolo.data import shm_segments
     from lucidyolo.engine.interrupt import stop_on_signals
 
-    with stop_on_signals():
+    with stop_on_signals(), _process_state_kept():
         try:
             return _fit(spec, cfg, resume, extra_callbacks, log or _silent, progress_bar, verbose, download_progress)
         finally:
             shm_segments.remove_leftovers()
+
+
+@contextlib.contextmanager
+def _process_state_kept() -> Iterator[None]:
+    """Give the caller back its environment, torch thread count and pixel limit when the fit returns.
+
+    A fit sets variables for the processes it starts (the run folder, thread count and pixel limit
+    for DDP children and loader workers; Lightning its seed); in a script or notebook they would
+    outlive it: the next fit would take the thread count the first one chose on a busy machine
+    instead of measuring, and every ``lucid`` the script starts would inherit them.
+    """
+    import torch
+
+    from lucidyolo.data import pixel_limit
+
+    environment = dict(os.environ)
+    threads, limit = torch.get_num_threads(), pixel_limit._limit
+    try:
+        yield
+    finally:
+        for name in set(os.environ) - set(environment):
+            del os.environ[name]
+        for name, value in environment.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+        torch.set_num_threads(threads)
+        pixel_limit._limit = limit
 
 
 def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:

@@ -236,3 +236,18 @@ def test_label_paths_of_a_listing_are_label_path_for_each_image():
     images = ["/d/images/train/a.jpg", "/d/images/train/x.tar.png", "/d/images/v.1/noext", "/d/images/t/.hidden",
               "/d/images/t/name.", "/d/images/t/images/b.jpeg", "/d/other/c.jpg", "/d/images.x/images/e.webp"]
     assert _label_paths(images) == [str(label_path_for(Path(p))) for p in images]
+
+
+def test_an_index_unused_for_months_is_removed_and_a_used_one_kept(root, index_dir):
+    yaml, fields = root / "data.yaml", fields_of("seg")
+    read_yolo(yaml, "train", fields)
+    (index,) = index_dir.glob("*.npz")
+    stale = index_dir / "0123456789abcdef01234567.npz"
+    stale.write_bytes(b"an index of a dataset that moved")
+    months_ago = time.time() - (label_index.UNUSED_DAYS + 1) * 86400
+    os.utime(stale, (months_ago, months_ago))
+    os.utime(index, (months_ago, months_ago))
+    read_yolo(yaml, "train", fields)  # a hit: the index is used, so it is kept
+    assert index.stat().st_mtime > months_ago
+    read_yolo(yaml, "val", fields)  # a scan that writes prunes the folder
+    assert not stale.exists() and index.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import pytorch_lightning as pl
 
@@ -41,8 +43,11 @@ def test_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch):
     from lucidyolo.engine.fit import run_fit
 
     monkeypatch.setenv("LUCIDYOLO_CACHE_DIR", str(tmp_path / "cache"))
+    environment, threads = dict(os.environ), torch.get_num_threads()
     spec, cfg = _cfg(tmp_path, "straight")
     straight = run_fit(spec, cfg)
+    # the caller gets its process back: a later fit measures the machine again, a `lucid` it starts inherits nothing
+    assert dict(os.environ) == environment and torch.get_num_threads() == threads
 
     spec, cfg = _cfg(tmp_path, "killed")
     with pytest.raises(_Crash):
