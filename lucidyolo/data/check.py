@@ -110,14 +110,14 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
     if "dota" in fam and layout in (None, "dota"):  # the field the DOTA reader fills from a row's corners
         return next((f.attr_names for f in registered_fields() if f.dota is not None), ())
     if "yolo" in fam and layout in (None, "yolo"):
-        from lucidyolo.data.yolo import _list_images, label_path_for, parse_yolo_yaml
+        from lucidyolo.data.yolo import label_path_for, list_split, parse_yolo_yaml
 
         spec = parse_yolo_yaml(fam["yolo"].yaml)  # type: ignore[arg-type]
         declared = next((f for f in registered_fields() if f.yolo and f.yolo.declares and f.yolo.declares(spec.raw)), None)
         if declared is not None:  # the yaml names the row format itself (kpt_shape)
             return declared.attr_names
         try:
-            images = _list_images(spec, "train")[:50]
+            images = [Path(f) for f in list_split(spec, "train").files[:50]]
         except DataError:
             return ()
         # the first field (in registration order: rotated boxes before polygons) whose row rule,

@@ -11,11 +11,12 @@ children (a loader worker), the caller's process does all of it. Torch-free.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from lucidyolo.data.worker_plan import available_cores
 
 T = TypeVar("T")
 
@@ -24,14 +25,6 @@ SHARES_PER_CORE = 4
 
 _WORK: Callable[[int, int], Any] | None = None
 """The work of the pool now running (inherited by its forked workers)."""
-
-
-def usable_cores() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
 
 
 def _quiet_worker() -> None:
@@ -53,10 +46,10 @@ def map_shares(work: Callable[[int, int], T], n: int, min_items: int, cores: int
         work: reads items ``start..stop-1``; its result must pickle.
         n: the item count.
         min_items: from this many items on, every core takes shares (a pool costs ~0.1 s to start).
-        cores: the processes to use (default: :func:`usable_cores`).
+        cores: the processes to use (default: the cores this process may run on).
     """
     global _WORK
-    cores = usable_cores() if cores is None else cores
+    cores = available_cores() if cores is None else cores
     if n < min_items or cores < 2 or not sys.platform.startswith("linux"):
         return [work(0, n)]
     step = -(-n // (cores * SHARES_PER_CORE))

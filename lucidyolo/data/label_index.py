@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.atomic_write import atomic_open
-from lucidyolo.data.core_shares import map_shares, usable_cores
+from lucidyolo.data.core_shares import map_shares
 from lucidyolo.data.source import ImageSource, SourceBuilder
 from lucidyolo.data.user_cache import cache_dir
 from lucidyolo.errors import DataError
@@ -171,10 +171,6 @@ def _read_share(reader: SplitReader, images: list[str], labels: list[str], rels:
     return "ok", (builder.build(**reader.source_args).to_arrays(), bad)
 
 
-def _cores() -> int:
-    return usable_cores()
-
-
 def read_files(reader: SplitReader, images: list[str], labels: list[str], rels: list[str],
                positions: Sequence[int]) -> tuple[ImageSource, list[tuple[int, str]]]:
     """Read every listed pair (on every core from :data:`PARALLEL_MIN` pairs on).
@@ -186,7 +182,7 @@ def read_files(reader: SplitReader, images: list[str], labels: list[str], rels: 
         DataError: the first malformed label file in listing order.
     """
     results = map_shares(lambda a, b: _read_share(reader, images, labels, rels, positions, a, b), len(images),
-                         PARALLEL_MIN, _cores())
+                         PARALLEL_MIN)
     parts, bad = [], []
     for status, payload in results:
         if status == "error":
@@ -248,7 +244,7 @@ def scan_split(reader: SplitReader, images: list[str], labels: list[str], rels: 
     """
     started = time.time_ns()
     keys = np.concatenate([np.zeros((0, 4), np.int64), *map_shares(
-        lambda a, b: file_keys(images[a:b], labels[a:b]), len(images), STAT_SHARES_FROM, _cores())])
+        lambda a, b: file_keys(images[a:b], labels[a:b]), len(images), STAT_SHARES_FROM)])
     paths = np.array([p.encode("utf-8") for p in images], dtype=np.bytes_) if images else np.zeros(0, "S1")
     loaded = _load(index, reader) if index is not None else None
     kept_pos = np.zeros(0, np.int64)  # listing positions taken from the index ...
@@ -269,11 +265,11 @@ def scan_split(reader: SplitReader, images: list[str], labels: list[str], rels: 
         # an image the index holds: its row in the old source (ids there are old listing positions)
         row_of = np.full(len(arrays["paths"]), -1, np.int64)
         row_of[old.all_image_ids()] = np.arange(len(old))
+        indexed = row_of[np.maximum(where, 0)] >= 0
         old_bad = {str(p): reason for p, reason in header["bad"]}
-        for i in np.flatnonzero(same):
-            if row_of[where[i]] < 0:
-                bad[int(i)] = old_bad.get(images[i], "cannot be read")
-        good = same & (row_of[np.maximum(where, 0)] >= 0)
+        for i in np.flatnonzero(same & ~indexed).tolist():  # unchanged files that were bad: their reasons
+            bad[i] = old_bad.get(images[i], "cannot be read")
+        good = same & indexed
         kept_pos, kept_from = np.flatnonzero(good), row_of[where[good]]
         unread = ~same
     else:

@@ -360,10 +360,6 @@ def _other_split_folders(spec: YoloSpec, key: str) -> dict[str, list[Path]]:
     return out
 
 
-def _list_images(spec: YoloSpec, split: str) -> list[Path]:
-    return list_split(spec, split).images
-
-
 def label_path_for(image: Path) -> Path:
     """``.../images/x/a.jpg`` -> ``.../labels/x/a.txt`` (last ``images`` component)."""
     parts = list(image.parts)

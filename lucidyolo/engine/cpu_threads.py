@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 from lucidyolo.config.schema import RunConfig
+from lucidyolo.data.worker_plan import (
+    available_cores as usable_cores,  # the CPUs this process may run on
+)
 
 CHILD_ENV = "LUCID_TORCH_THREADS"
 """Set by the process that resolved ``auto``: the training processes it launches (Lightning's DDP launcher
@@ -32,14 +35,6 @@ copies the environment) take the same count instead of measuring a machine that 
 SAMPLE_SECONDS = 0.25
 """How long the CPU counters are watched: long enough to see a busy core as busy (the kernel ticks at
 100-1000 Hz), short against a run's start-up."""
-
-
-def usable_cores() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 def busy_cores(stat: Path = Path("/proc/stat"), seconds: float = SAMPLE_SECONDS) -> float | None:

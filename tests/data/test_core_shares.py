@@ -45,7 +45,7 @@ def test_an_image_scan_on_every_core_equals_one_process(synth, tmp_path, monkeyp
     assert src is not None
     one = scan_images(src)
     monkeypatch.setattr("lucidyolo.data.check.SCAN_SHARES_FROM", 2)
-    monkeypatch.setattr(core_shares, "usable_cores", lambda: 2)
+    monkeypatch.setattr(core_shares, "available_cores", lambda: 2)
     shared = scan_images(src)
     assert shared == one
     assert [p for p, _ in one.bad] == [images[3]]

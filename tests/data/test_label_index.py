@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import lucidyolo.data.core_shares as core_shares
 import lucidyolo.data.label_index as label_index
 from lucidyolo.data.image_io import BadImagesError
 from lucidyolo.data.yolo import list_split, parse_yolo_yaml, read_yolo
@@ -187,7 +188,7 @@ def test_every_core_reads_a_share_and_the_result_is_the_one_process_result(root,
     with pytest.raises(BadImagesError) as alone:  # 12 files: below PARALLEL_MIN, one process reads them
         _unindexed(yaml, "train", fields, monkeypatch)
     monkeypatch.setattr(label_index, "PARALLEL_MIN", 2)
-    monkeypatch.setattr(label_index, "_cores", lambda: 2)
+    monkeypatch.setattr(core_shares, "available_cores", lambda: 2)
     with pytest.raises(BadImagesError) as shared:
         read_yolo(yaml, "train", fields)
     assert [p for p, _ in shared.value.bad] == [p for p, _ in alone.value.bad] == [broken]
@@ -200,7 +201,7 @@ def test_the_first_malformed_label_in_listing_order_is_named_when_shares_read_in
     labels[9].write_text("0 0.1 0.1 0.2\n")
     labels[2].write_text("7 0.1 0.1 0.2 0.2 0.3 0.1\n")
     monkeypatch.setattr(label_index, "PARALLEL_MIN", 2)
-    monkeypatch.setattr(label_index, "_cores", lambda: 2)
+    monkeypatch.setattr(core_shares, "available_cores", lambda: 2)
     with pytest.raises(DataError, match=rf"{labels[2].name}:1: class id 7"):
         read_yolo(yaml, "train", fields)
     assert not index_dir.exists() or not list(index_dir.iterdir()), "a failed scan wrote an index"
