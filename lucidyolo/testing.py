@@ -175,7 +175,10 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     from lucidyolo.data.layouts import open_source
     from lucidyolo.structures.packed import collate_packed, unpack
 
-    work = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix=f"lucid-check-{spec.name}-"))
+    if workdir is None:  # a throw-away folder, removed however the check ends
+        with tempfile.TemporaryDirectory(prefix=f"lucid-check-{spec.name}-") as work:
+            return exercise_hooks(spec, img_size, num_images, work)
+    work = Path(workdir)
     root = Path(spec.make_synthetic(work / "data", num_images, img_size, 0))
     if spec.read_split is not None:
         source = spec.read_split(root=root, split="train", fields=spec.fields, layout=None, explicit_paths={})
