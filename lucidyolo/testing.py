@@ -81,7 +81,18 @@ def task_spec_problems(spec: Any) -> list[str]:
     if not all(isinstance(f, str) for f in spec.fields):
         problems.append("fields must be strings")
     problems += _decode_and_option_problems(spec)
+    if not spec.boxes and not _survival_decided_by_fields(spec.fields):
+        problems.append(
+            "boxes=False, but no field of the task decides survival after a crop alone (a registered FieldSpec "
+            "with a survive rule and survive_alone=True): the engine's box rule would drop every box-less instance"
+        )
     return problems
+
+
+def _survival_decided_by_fields(fields: tuple[str, ...]) -> bool:
+    from lucidyolo.structures.fields import registered_fields
+
+    return any(f.name in fields and f.survive is not None and f.survive_alone for f in registered_fields())
 
 
 def _decode_and_option_problems(spec: TaskSpec) -> list[str]:
@@ -159,6 +170,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     Raises:
         AssertionError: a hook broke its contract (the message names it).
     """
+    import functools
     import tempfile
     from pathlib import Path
 
@@ -213,7 +225,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         outputs = model(images)
     decoded = None
     if spec.decode is not None:
-        decoded = {path: spec.decode(outputs=outputs, path=path) for path in spec.decode_paths}
+        decoded = {path: spec.decode(outputs=outputs, path=path, cfg=cfg) for path in spec.decode_paths}
         for path, value in decoded.items():
             # A tensor, or a structure the engine can move (.cpu()) and index by image whose rows are a tensor.
             rows = value if isinstance(value, torch.Tensor) else getattr(value, "rows", None)
@@ -233,7 +245,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
         hw = tuple(int(v) for v in meta["orig_hw"][0])
         rows = spec.predict(
             decoded=decoded[spec.default_decode_path][0], image_hw=hw, letterbox=tuple(float(v) for v in meta["letterbox"][0]),
-            class_names=source.class_names, conf=0.0, meta=data_meta,
+            class_names=source.class_names, conf=0.0, meta=data_meta, cfg=cfg,
         )
         assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows), "predict must return a list of dicts"
         done["predict"] = len(rows)
@@ -245,8 +257,11 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     if spec.evaluate is not None and spec.decode is not None:
         try:
             options = {**{o.name: o.default for o in spec.eval_options}, "matches": False}
-            outcome = spec.evaluate(model=model, decode=spec.decode, source=source, img_size=img_size, batch_size=2,
-                                    device=torch.device("cpu"), limit=2, options=options, paths=spec.decode_paths)
+            # as lucid eval calls it: decode already carries the run's config
+            decode = functools.partial(spec.decode, cfg=cfg)
+            outcome = spec.evaluate(model=model, decode=decode, source=source, img_size=img_size, batch_size=2,
+                                    device=torch.device("cpu"), limit=2, options=options, paths=spec.decode_paths,
+                                    cfg=cfg)
         except UserError as exc:  # a protocol may refuse a split it cannot score (with what, why, fix)
             outcome = {"refused": str(exc)}
         if "refused" in outcome:
@@ -255,10 +270,10 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             _check_evaluate(outcome, spec.decode_paths)
             done["evaluate"] = sorted(outcome["paths"])
     if spec.gate is not None:
-        value = float(spec.gate.score(model=model, source=source, img_size=img_size, conf=spec.gate.conf))
+        value = float(spec.gate.score(model=model, source=source, img_size=img_size, conf=spec.gate.conf, cfg=cfg))
         done["gate.score"] = value  # NaN is a legal answer (no ground truth); a wrong type raises here
     if spec.export is not None:
-        deployed = spec.export.deploy(model=model).eval()
+        deployed = spec.export.deploy(model=model, cfg=cfg).eval()
         with torch.no_grad():
             out = deployed(images)
         got = 1 if isinstance(out, torch.Tensor) else len(out)
@@ -268,7 +283,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
             from lucidyolo.export.onnx import export_onnx
 
             path = export_onnx(deployed, work / f"{spec.name}.onnx", img_size=img_size, output_names=spec.export.outputs)
-            result = spec.export.check(deployed=deployed, onnx_path=path, images=images[:1])
+            result = spec.export.check(deployed=deployed, onnx_path=path, images=images[:1], cfg=cfg)
             assert isinstance(result.get("passed"), bool), "export.check must return a dict with a bool 'passed'"
             assert result["passed"], f"export.check: onnxruntime disagrees with PyTorch: {result.get('summary', result)}"
             done["export.check"] = result.get("summary", "passed")
@@ -286,13 +301,18 @@ def _check_training_augment(source: Any, fields: tuple[str, ...], img_size: int,
       rule, compared as the field packs them for a batch (a rule that depends on more than the values, the
       width and the meta fails here).
     * Mirroring twice gives the unflipped targets back (a rule like ``x' = W - x + 1`` drifts).
+    * Each field's flip agrees with its own affine rule under the mirror matrix ``x' = right - x``, up to
+      the order of an instance's parts (keypoints swap left and right by ``flip_idx``): a wrong flip that
+      is consistent with itself (the identity, a vertical flip, ``W - x + 1``) fails here.
+    * Augmentation keeps some of the instances: a survival rule that drops every one (a task without
+      boxes whose field does not decide survival alone) fails here, not as a run that learns nothing.
 
     Raises:
         AssertionError: naming the field and the broken property.
     """
     import numpy as np
 
-    from lucidyolo.data.augment.flip import hflip_targets
+    from lucidyolo.data.augment.flip import FLIP_OFFSET, hflip_targets
     from lucidyolo.data.augment.pipeline import TrainAugment, strengths_for_variant
     from lucidyolo.structures.fields import field_specs
 
@@ -317,17 +337,65 @@ def _check_training_augment(source: Any, fields: tuple[str, ...], img_size: int,
                      strengths_for_variant("n", flip_lr=p, mixup=0.0), meta)
         for p in (0.0, 1.0)
     ]
-    instances = 0
-    for seed in range(seeds):
-        plain, flipped = (aug(seed % len(source), np.random.default_rng(seed)) for aug in augs)
+    samples = [tuple(aug(seed % len(source), np.random.default_rng(seed)) for aug in augs) for seed in range(seeds)]
+    kept = sum(len(plain.targets) for plain, _ in samples)
+    assert kept or not source.num_instances, (
+        f"augment: {seeds} training samples drawn from {source.num_instances} instances kept 0 of them: the survival "
+        "rule after the crop drops every instance (a task without boxes needs a field whose survive rule decides "
+        "alone, FieldSpec.survive_alone=True)"
+    )
+    right = img_size - FLIP_OFFSET
+    mirror = np.array([[-1.0, 0.0, right], [0.0, 1.0, 0.0]])
+    unchecked: set[str] = set()
+    for plain, flipped in samples:
         if not all(f.can_flip(meta) for f in plain.targets.present_fields()):
             return "not flipped: the dataset meta cannot mirror a field (e.g. keypoints without flip_idx)"
         assert np.array_equal(flipped.image, plain.image[:, :, ::-1]), "augment: the flipped image is not the mirror"
         want = hflip_targets(plain.targets, img_size, meta)
         same(flipped.targets, want, "of the flipped sample are not the unflipped sample mirrored by the flip rules")
         same(hflip_targets(want, img_size, meta), plain.targets, "mirrored twice is not the unflipped sample")
-        instances += len(want)
-    return f"{seeds} mosaic samples flipped and mirrored, {instances} instances"
+        for spec in plain.targets.present_fields():
+            if spec.affine is not None and spec.flip is not None:
+                if not _flip_is_the_mirror(spec, plain.targets.values_of(spec), len(plain.targets), mirror, meta):
+                    unchecked.add(spec.name)
+    note = f"; no mirror in the affine rule of {', '.join(sorted(unchecked))}" if unchecked else ""
+    return f"{seeds} mosaic samples flipped and mirrored, {kept} instances{note}"
+
+
+def _flip_is_the_mirror(spec: Any, values: dict[str, Any], n: int, mirror: Any, meta: Any) -> bool:
+    """Assert ``spec``'s flip equals its affine rule under ``mirror``; False when the affine rule refuses mirrors."""
+    import numpy as np
+
+    try:
+        by_affine = spec.affine(values, mirror)
+    except ValueError:  # an affine rule may refuse maps it cannot follow; then nothing to compare with
+        return False
+    counts = np.array([n])
+    flipped = spec.pack([spec.flip(values, float(mirror[0, 2]), meta)], counts)
+    mirrored = spec.pack([by_affine], counts)
+    for key, got in flipped.items():
+        want = mirrored[key]
+        assert got.shape == want.shape, f"augment: field {spec.name!r} ({key}) flips to shape {got.shape}, mirrors to {want.shape}"
+        if np.allclose(got, want, atol=1e-3):
+            continue
+        # a flip may reorder an instance's parts (left and right keypoints): compare each instance's parts as a set
+        first = got.reshape(len(got), -1)[:1].tolist(), want.reshape(len(want), -1)[:1].tolist()
+        assert got.ndim >= 2 and np.allclose(_parts_sorted(got), _parts_sorted(want), atol=1e-3), (
+            f"augment: field {spec.name!r} ({key}): its flip rule is not its affine rule under the mirror "
+            f"x' = right - x (first row: flip {first[0]}, affine {first[1]})"
+        )
+    return True
+
+
+def _parts_sorted(a: Any) -> Any:
+    """``(N, K, ...)`` with each instance's ``K`` parts in lexicographic order (rounded to 1e-3)."""
+    import numpy as np
+
+    parts = np.round(a.reshape(a.shape[0], a.shape[1], -1).astype(np.float64), 3)
+    out = np.empty_like(parts)
+    for i, rows in enumerate(parts):  # instances of a few test samples, not a training step
+        out[i] = rows[np.lexsort(rows.T[::-1])] if rows.size else rows
+    return out
 
 
 def _check_transfer(spec: TaskSpec, cfg: Any, model: Any, names: list[str], meta: dict[str, Any]) -> str:

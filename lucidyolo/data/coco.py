@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,10 @@ def coco_categories(data: dict[str, Any], fields: tuple[str, ...], ann_file: Pat
         raise DataError(f"{ann_file}: duplicate category ids {ids}.", fix="Give every category a unique id.")
     names = [str(c.get("name", c["id"])) for c in cats]
     return ids, names, meta
+
+
+class DroppedAnnotationsWarning(UserWarning):
+    """Annotations of a COCO file that the task's field rule read nothing from (named, never silent)."""
 
 
 def _bad(ann_file: Path, ann: dict[str, Any], what: str, fix: str) -> DataError:
@@ -124,6 +129,7 @@ def read_coco(
     del data
 
     builder = SourceBuilder(fields, meta=meta)
+    dropped: list[dict[str, Any]] = []  # annotations a field's rule read nothing from
     for j, im in enumerate(images):
         rel = str(im["file_name"])
         h, w = int(im.get("height", 0)), int(im.get("width", 0))
@@ -135,8 +141,14 @@ def read_coco(
                 why="annotations for a missing image cannot be trained on.",
                 fix="Download the missing images or point the layout at the right folder.",
             )
-        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, meta, ann_file))
+        builder.add(rel, int(im["id"]), (h, w), _image_targets(per_image[j], fields, h, w, label_of, meta, ann_file, dropped))
         per_image[j] = []  # free as we go
+    if dropped:
+        first = dropped[0]
+        warnings.warn(
+            f"{ann_file}: {len(dropped)} annotation(s) left out: the task's field rule read nothing from them "
+            f"(first: annotation id {first.get('id')}, image {first.get('image_id')}); they are not instances of "
+            "this task (a polygon task's annotation without a ring)", DroppedAnnotationsWarning, stacklevel=2)
     return builder.build(
         root=images_dir,
         class_names=class_names,
@@ -155,21 +167,38 @@ def _image_targets(
     label_of: dict[int, int],
     meta: dict[str, Any],
     ann_file: Path,
+    dropped: list[dict[str, Any]],
 ) -> Targets:
     """Targets of one image from its annotations: the box, then each field's COCO rule.
 
     Crowd regions are kept (flagged, as ignore regions) only when a field of the
     task has an ignore-region attribute; otherwise they are not instances. A
-    field rule may drop an annotation (a polygon task's annotation without a ring).
+    field rule may drop an annotation (a polygon task's annotation without a ring):
+    it goes to ``dropped``, which the caller reports. When a field's rule says its
+    instances have no box (``CocoRule.box`` False: points), ``bbox`` is neither
+    needed nor read and each instance carries a zero box.
     """
     specs = field_specs(fields)
     ruled = [f for f in specs if f.coco is not None]
     read_crowd = any(a.ignore_region for f in specs for a in f.attrs)
+    boxless = any(not f.coco.box for f in ruled)  # type: ignore[union-attr]
     boxes, labels, difficult = [], [], []
     values: list[list[Any]] = [[] for _ in ruled]
     for ann in anns:
         is_crowd = bool(ann.get("iscrowd", 0))
         if is_crowd and not read_crowd:
+            continue
+        bad = lambda what, fix, ann=ann: _bad(ann_file, ann, what, fix)  # noqa: E731
+        if boxless:
+            row = [f.coco.read(ann, (h, w), meta, is_crowd, bad) for f in ruled]  # type: ignore[union-attr]
+            if any(v is None for v in row):
+                dropped.append(ann)
+                continue
+            for out, v in zip(values, row, strict=True):
+                out.append(v)
+            boxes.append((0.0, 0.0, 0.0, 0.0))
+            labels.append(label_of[int(ann["category_id"])])
+            difficult.append(bool(ann.get("difficult", False)))
             continue
         bbox = ann.get("bbox")
         if not isinstance(bbox, list | tuple) or len(bbox) != 4:
@@ -183,9 +212,9 @@ def _image_targets(
         x2, y2 = min(max(x + bw, 0.0), w), min(max(y + bh, 0.0), h)
         if x2 - x1 <= 0 or y2 - y1 <= 0:
             continue  # empty after clamping: nothing to learn from
-        bad = lambda what, fix, ann=ann: _bad(ann_file, ann, what, fix)  # noqa: E731
         row = [f.coco.read(ann, (h, w), meta, is_crowd, bad) for f in ruled]  # type: ignore[union-attr]
         if any(v is None for v in row):
+            dropped.append(ann)
             continue
         for out, v in zip(values, row, strict=True):
             out.append(v)

@@ -90,7 +90,7 @@ def run_export(
     size = img_size or restored.config.data.img_size
     import torch
 
-    deployed = spec.export.deploy(model=restored.model).eval()
+    deployed = spec.export.deploy(model=restored.model, cfg=restored.config.model).eval()
     outputs = spec.export.outputs
     if fmt == "torchscript":
         from lucidyolo.export.torchscript import export_torchscript
@@ -120,7 +120,7 @@ def run_export(
         images = torch.rand(2 if dynamic_batch else 1, 3, size, size, generator=gen)
         runtime = RUNTIMES[fmt]
         try:
-            parity = spec.export.check(deployed=deployed, onnx_path=path, images=images)
+            parity = spec.export.check(deployed=deployed, onnx_path=path, images=images, cfg=restored.config.model)
         except UserError:
             raise
         except Exception as err:

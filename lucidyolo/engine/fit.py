@@ -220,6 +220,15 @@ def _batch_images(spec: TaskSpec, cfg: RunConfig, run: Any, train_src: Any, log:
     )
 
 
+def _empty_epoch_warning(spec: TaskSpec, log: Callable[[str], None]) -> list[Any]:
+    """The warning for an epoch that saw no instance, for a task whose targets are instances (no per-image label)."""
+    from lucidyolo.engine.empty_targets import EmptyEpochWarning
+    from lucidyolo.structures.fields import field_specs
+
+    per_image = any(a.per_image for f in field_specs(spec.fields) for a in f.attrs)
+    return [] if per_image else [EmptyEpochWarning(log)]
+
+
 def _silent(message: str) -> None:
     """The default ``log``: the Python API prints nothing unless asked."""
 
@@ -374,7 +383,8 @@ def _train(
     pictures = _batch_images(spec, cfg, run, train_src, log) if is_global_rank_zero() and not run.pending else None
     trainer, checkpoint_cb = make_trainer(
         spec, cfg, run, cuda=cuda, progress_bar=progress_bar,
-        extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or []), *([pictures] if pictures else [])],
+        extra_callbacks=[JoinRankZeroRunDir(run), started, *(extra_callbacks or []), *([pictures] if pictures else []),
+                         *_empty_epoch_warning(spec, log)],
         epoch_log=None if log is _silent else log,
     )
     shown_dir = "rank 0's run dir" if run.pending else f"run dir {run.path}"

@@ -57,7 +57,8 @@ def run_overfit_gate(
                     f"`lucid gate overfit --task {spec.name}` again.")
         raise
     source = open_split(spec, cfg, root, "train", "train")
-    value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf))
+    value = float(gate.score(model=result["system"].model.cpu(), source=source, img_size=size, conf=gate.conf,
+                             cfg=cfg.model))
     wall = time.perf_counter() - t0
     return {
         "task": spec.name, "metric": gate.metric, "value": value, "floor": gate.floor,

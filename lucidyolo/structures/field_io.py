@@ -110,6 +110,10 @@ class CocoRule:
             replaces the box's).
         write_category: ``write_category(meta) -> dict``: keys every written
             category carries (pose: ``keypoints`` names, ``skeleton``).
+        box: the annotation's ``bbox`` is the instance's box (required). False: the
+            field's instances have no box (points; ``TaskSpec.boxes`` False): ``bbox``
+            is neither needed nor read, :attr:`read` alone keeps or drops an
+            annotation and the instance carries a zero box.
     """
 
     read: Callable[..., Any]
@@ -118,3 +122,4 @@ class CocoRule:
     ann_prefix: str | None = None
     write: Callable[[Mapping[str, Any], int, Mapping[str, Any]], list[dict[str, Any]]] | None = None
     write_category: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    box: bool = True

@@ -304,12 +304,17 @@ def pad_rows(values: Any, image_of: Any, slot: Any, batch: int, m: int, fill: fl
 
 # ---------------------------------------------------------------------- rboxes
 def _rboxes_affine(v: Values, m: np.ndarray) -> Values:
-    scale, turn = similarity_of(m)  # a rotated box stays one only under a similarity
+    m = np.asarray(m, np.float64)
+    # A mirror is a similarity too: undo it (x -> -x) before reading scale and turn, and a box's axis at
+    # theta mirrors to -theta (an axis, not a direction). The flip check compares the flip rule with this.
+    mirrored = bool(np.linalg.det(m[:, :2]) < 0)
+    unmirrored = m * np.array([-1.0, 1.0, 1.0]) if mirrored else m
+    scale, turn = similarity_of(unmirrored)  # a rotated box stays one only under a similarity
     r = v["rboxes"].copy()
     r[:, :2] = affine_points(r[:, :2], m)
     r[:, 2:4] *= scale
-    if turn:
-        r[:, 4] += turn
+    if turn or mirrored:
+        r[:, 4] = (-r[:, 4] if mirrored else r[:, 4]) + turn
         return {"rboxes": canonicalize_rboxes(r)}
     return {"rboxes": r.astype(np.float32)}
 

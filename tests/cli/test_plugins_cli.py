@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from tests.cli.plugin_fixtures import (
@@ -237,3 +239,42 @@ def test_contract_check_reports_violations():
         assert fragment in text
     with pytest.raises(AssertionError):
         check_task_spec(object())
+
+
+@pytest.mark.parametrize(
+    "name, wrong",
+    [
+        ("identity", lambda good: lambda values, right, meta: {"rboxes": values["rboxes"].copy()}),
+        # consistent with itself (twice is the identity) but one pixel off the mirror
+        ("W - x + 1", lambda good: lambda values, right, meta: good(values, right + 1.0, meta)),
+        ("vertical", lambda good: lambda values, right, meta: {
+            "rboxes": (values["rboxes"] * [1, -1, 1, 1, -1] + [0, right, 0, 0, 0]).astype("float32")}),
+    ],
+)
+def test_contract_check_refuses_a_self_consistent_flip_that_is_not_the_mirror(tmp_path, monkeypatch, name, wrong):
+    """Each of these flips undoes itself, so only the comparison with the field's own affine rule under the
+    mirror matrix finds them."""
+    from lucidyolo.structures import fields
+    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.testing import exercise_hooks
+
+    _swap_field(monkeypatch, "rboxes", flip=wrong(fields.get_field("rboxes").flip))
+    with pytest.raises(AssertionError, match="field 'rboxes' \\(rboxes\\): its flip rule is not its affine rule"):
+        exercise_hooks(get_task("obb"), workdir=tmp_path)
+
+
+def test_contract_check_compares_keypoint_flips_up_to_the_left_right_swap(tmp_path, monkeypatch):
+    """The keypoint flip permutes by flip_idx, which the affine rule does not: the right flip passes, a flip
+    that forgets to mirror x fails."""
+    from lucidyolo.structures import fields
+    from lucidyolo.testing import _flip_is_the_mirror
+
+    spec = fields.get_field("keypoints")
+    kp = np.array([[[10.0, 5.0], [30.0, 6.0], [20.0, 9.0]]], np.float32)
+    values = {"keypoints": kp, "visibility": np.array([[2.0, 1.0, 2.0]], np.float32)}
+    mirror, meta = np.array([[-1.0, 0.0, 64.0], [0.0, 1.0, 0.0]]), {"flip_idx": [1, 0, 2]}
+    assert _flip_is_the_mirror(spec, values, 1, mirror, meta)
+    unmirrored = dataclasses.replace(spec, flip=lambda v, right, meta: {"keypoints": v["keypoints"][:, [1, 0, 2]],
+                                                                       "visibility": v["visibility"][:, [1, 0, 2]]})
+    with pytest.raises(AssertionError, match="field 'keypoints' \\(keypoints\\)"):
+        _flip_is_the_mirror(unmirrored, values, 1, mirror, meta)

@@ -103,3 +103,50 @@ def test_points_without_boxes_train_through_lucid_fit(lucid, tmp_path):
     assert float(rows[-1]["val/f1"]) > 0.5, rows[-1]  # measured 0.94 after 30 epochs
     assert (run / "labels.json").is_file()
     assert '"box_centre"' not in (run / "labels.json").read_text()  # no box panels for a task without boxes
+
+
+def test_a_coco_file_of_points_needs_no_bbox_and_names_what_it_leaves_out(tmp_path):
+    """The field's COCO rule says its instances have no box: annotations without ``bbox`` are read, and one
+    the rule reads nothing from is left out with a warning naming it, never silently."""
+    import json
+
+    import lucid_points  # noqa: F401  (registers the field)
+    from PIL import Image
+
+    from lucidyolo.data.coco import DroppedAnnotationsWarning, read_coco
+
+    Image.new("RGB", (64, 48)).save(tmp_path / "a.jpg")
+    ann = {
+        "images": [{"id": 1, "file_name": "a.jpg", "height": 48, "width": 64}],
+        "categories": [{"id": 3, "name": "dot"}],
+        "annotations": [
+            {"id": 10, "image_id": 1, "category_id": 3, "point": [5.0, 7.0]},
+            {"id": 11, "image_id": 1, "category_id": 3, "point": [60.0, 40.0]},
+            {"id": 12, "image_id": 1, "category_id": 3, "bbox": [1, 1, 5, 5]},  # no point: not an instance
+        ],
+    }
+    (tmp_path / "points.json").write_text(json.dumps(ann))
+    with pytest.warns(DroppedAnnotationsWarning, match="1 annotation\\(s\\) left out.*annotation id 12"):
+        source = read_coco(tmp_path, tmp_path / "points.json", ("points",))
+    t = source.targets(0)
+    assert np.allclose(t.point, [[5.0, 7.0], [60.0, 40.0]]) and t.labels.tolist() == [0, 0]
+    assert not t.boxes.any()
+
+
+def test_the_contract_check_refuses_a_task_without_boxes_whose_field_does_not_decide_survival(tmp_path, monkeypatch):
+    """Without survive_alone the engine's box rule drops every zero box: the spec check says so, and the
+    augmentation check finds 0 of N instances kept."""
+    import dataclasses
+
+    import lucid_points  # noqa: F401  (registers the field)
+    from lucid_points import SPEC
+
+    from lucidyolo.structures import fields
+    from lucidyolo.testing import exercise_hooks, task_spec_problems
+
+    broken = dataclasses.replace(fields.get_field("points"), survive_alone=False)
+    monkeypatch.setitem(fields._FIELDS, "points", broken)
+    monkeypatch.setitem(fields._ATTRS, "point", (broken, broken.attrs[0]))
+    assert any("boxes=False, but no field of the task decides survival" in p for p in task_spec_problems(SPEC))
+    with pytest.raises(AssertionError, match="augment: 4 training samples drawn from \\d+ instances kept 0 of them"):
+        exercise_hooks(SPEC, workdir=tmp_path)

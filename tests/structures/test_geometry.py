@@ -123,3 +123,24 @@ def test_hflip_at_the_edge_angles_hand_values():
     f = hflip_rboxes(rb, width=40)
     assert np.allclose(f[:, 0], 30.0)
     assert np.allclose(f[:, 4], [np.pi / 4, 0.0, np.pi / 2], atol=1e-6)
+
+
+def test_a_rotated_box_follows_a_mirror_as_its_flip_does():
+    """Hand-derived: the box at (10, 20), 8 x 4, theta 0.3 mirrored in x' = 100 - x sits at (90, 20) with
+    its axis at -0.3; the affine rule under the mirror matrix and the flip rule agree on random boxes."""
+    from lucidyolo.structures.fields import get_field
+    from lucidyolo.structures.geometry import canonicalize_rboxes
+
+    rule = get_field("rboxes")
+    mirror = np.array([[-1.0, 0.0, 100.0], [0.0, 1.0, 0.0]])
+    one = np.array([[10.0, 20.0, 8.0, 4.0, 0.3]], np.float32)
+    assert np.allclose(rule.affine({"rboxes": one}, mirror)["rboxes"], [[90.0, 20.0, 8.0, 4.0, -0.3]], atol=1e-6)
+    rng = np.random.default_rng(0)
+    boxes = canonicalize_rboxes(np.c_[rng.uniform(0, 100, (64, 2)), rng.uniform(1, 30, (64, 2)),
+                                      rng.uniform(-4, 4, 64)].astype(np.float32))
+    assert np.allclose(rule.affine({"rboxes": boxes}, mirror)["rboxes"], rule.flip({"rboxes": boxes}, 100.0, {})["rboxes"],
+                       atol=1e-5)
+    # a mirror with a turn and a scale: the axis mirrors, then turns
+    turned = np.array([[0.0, -2.0, 50.0], [-2.0, 0.0, 60.0]])  # x' = -2y + 50, y' = -2x + 60: det < 0
+    got = rule.affine({"rboxes": one}, turned)["rboxes"]
+    assert np.allclose(got[0], [10.0, 40.0, 16.0, 8.0, np.pi / 2 - 0.3], atol=1e-5)  # axis u -> (-2 sin, -2 cos)

@@ -82,7 +82,7 @@ def metric_update(metric: Any, decoded: Tensor, gt: Mapping[str, Tensor], batch_
     )
 
 
-def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16, **_: Any) -> float:
     """Recall at IoU 0.5 of the deployed end-to-end graph on ``source`` (network-input frame)."""
 
     from lucidyolo.data.val_batches import val_batches

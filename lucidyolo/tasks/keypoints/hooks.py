@@ -179,7 +179,7 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
     return make_deploy_model(model, decode_stems=decode_keypoints, stem_outputs=("keypoints",))
 
 
-def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16, **_: Any) -> float:
     """OKS AP@[.50:.05:.95] on ``source`` through the deployed end-to-end graph (uniform sigma unless K = 17).
 
     ``conf`` is not applied: AP ranks every row by its score, as ``lucid eval`` does.

@@ -104,7 +104,7 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
     return make_deploy_model(model, box_decoder=decode_rboxes, box_stems=("angle",))
 
 
-def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16, **_: Any) -> float:
     """Rotated mAP50 (101-point, exact polygon IoU) on ``source`` through the deployed end-to-end graph.
 
     ``conf`` is not applied: AP ranks every row by its score, as ``lucid eval`` does.

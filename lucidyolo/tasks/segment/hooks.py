@@ -97,7 +97,7 @@ def deploy(model: nn.Module, **_: Any) -> nn.Module:
     return make_deploy_model(model)
 
 
-def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16) -> float:
+def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16, **_: Any) -> float:
     """Mean mask IoU over every GT of ``source`` (unmatched = 0), deployed end-to-end graph, network-input frame."""
     from lucidyolo.data.val_batches import val_batches
     from lucidyolo.tasks.segment.mask_iou import MeanMaskIoU

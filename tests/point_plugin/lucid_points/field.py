@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.structures.field_io import YoloRows
+from lucidyolo.structures.field_io import CocoRule, YoloRows
 from lucidyolo.structures.fields import AttrSpec, FieldSpec, pad_rows, register_field
 from lucidyolo.structures.geometry import affine_points
 
@@ -21,6 +21,20 @@ def _read(rows: Sequence[np.ndarray], hw: tuple[int, int], meta: Mapping[str, An
 
 def _write(values: Mapping[str, Any], boxes: Any, hw: tuple[int, int], meta: Mapping[str, Any]) -> list[list[float]]:
     return (np.asarray(values[ATTR], np.float64) / np.array([hw[1], hw[0]])).tolist()
+
+
+def _coco_read(ann: Mapping[str, Any], hw: tuple[int, int], meta: Mapping[str, Any], crowd: bool, bad: Any) -> Any:
+    """A COCO annotation's ``point: [x, y]`` in pixels; an annotation without one is not a point (dropped)."""
+    point = ann.get("point")
+    if point is None:
+        return None
+    if not (isinstance(point, list | tuple) and len(point) == 2):
+        raise bad(f"point {point!r} is not [x, y]", "Write point as two pixel coordinates.")
+    return np.asarray(point, np.float64)
+
+
+def _coco_join(values: Sequence[Any], boxes: np.ndarray, meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {ATTR: np.stack(values) if values else np.zeros((0, 2))}
 
 
 def _affine(v: Mapping[str, Any], m: np.ndarray) -> dict[str, Any]:
@@ -60,5 +74,6 @@ SPEC = FieldSpec(
     survive_alone=True,
     yolo=YoloRows(kind="point", need=lambda meta: "3 fields (c x y)", accepts=lambda count, meta: count == 2,
                   read=_read, write=_write),
+    coco=CocoRule(read=_coco_read, join=_coco_join, box=False),  # a point annotation carries no bbox
 )
 register_field(SPEC)
