@@ -355,9 +355,9 @@ def _check_training_augment(source: Any, fields: tuple[str, ...], img_size: int,
         same(flipped.targets, want, "of the flipped sample are not the unflipped sample mirrored by the flip rules")
         same(hflip_targets(want, img_size, meta), plain.targets, "mirrored twice is not the unflipped sample")
         for spec in plain.targets.present_fields():
-            if spec.affine is not None and spec.flip is not None:
-                if not _flip_is_the_mirror(spec, plain.targets.values_of(spec), len(plain.targets), mirror, meta):
-                    unchecked.add(spec.name)
+            if spec.affine is not None and spec.flip is not None and not _flip_is_the_mirror(
+                    spec, plain.targets.values_of(spec), len(plain.targets), mirror, meta):
+                unchecked.add(spec.name)
     note = f"; no mirror in the affine rule of {', '.join(sorted(unchecked))}" if unchecked else ""
     return f"{seeds} mosaic samples flipped and mirrored, {kept} instances{note}"
 
