@@ -191,9 +191,13 @@ def run_eval(
     task_options = resolve_eval_options(spec, {**given, **(options or {})})
     dev = pick_device(device)
     paths = tuple(spec.decode_paths)
+    view = inference_view(spec, restored.model, paths, dev, fold=fold)
+    from lucidyolo.models.fuse import unfolded_batchnorms
+
+    left_unfolded = unfolded_batchnorms(view) if fold else 0  # the report claims only what was folded
     with using_backend(coco_backend):
         outcome = spec.evaluate(
-            model=inference_view(spec, restored.model, paths, dev, fold=fold),
+            model=view,
             decode=functools.partial(spec.decode, cfg=cfg.model), cfg=cfg.model, source=source,
             img_size=img_size, batch_size=batch_size or spec.eval_batch_size, device=dev, limit=limit,
             options={**task_options, "matches": True}, paths=paths,
@@ -211,7 +215,8 @@ def run_eval(
         "checkpoint": str(checkpoint),
         "checkpoint_sha256": sha256_of(checkpoint),
         "weights": "ema" if restored.used_ema else "raw",
-        "bn_folded": bool(fold),
+        "bn_folded": bool(fold) and not left_unfolded,
+        **({"bn_left_unfolded": left_unfolded} if left_unfolded else {}),
         "data_root": str(root),
         "split": split,
         "num_images": int(outcome.get("num_images", len(source) if limit is None else min(limit, len(source)))),

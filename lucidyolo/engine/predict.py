@@ -168,10 +168,18 @@ class Predictor:
         return self.spec.draw(image=image, predictions=rows, class_names=self.class_names, meta=self.meta)
 
 
+def label_lines_of(spec: TaskSpec) -> Callable[..., list[str]] | None:
+    """``--save-txt``'s writer: the task's ``label_lines`` hook, else its field's YOLO row rule (or the box row)."""
+    from lucidyolo.predict.default_label_lines import default_label_lines
+
+    return spec.label_lines or default_label_lines(spec.name, spec.fields, spec.boxes)
+
+
 def check_outputs(spec: TaskSpec, save_txt: Path | None, save_json: Path | None) -> None:
-    """Refuse ``--save-txt`` / ``--save-json`` up front when the task has no hook to write them."""
+    """Refuse ``--save-txt`` / ``--save-json`` up front when the task has no way to write them."""
+    writers = {"label_lines": label_lines_of(spec), "coco_results": spec.coco_results}
     for flag, hook, chosen in (("--save-txt", "label_lines", save_txt), ("--save-json", "coco_results", save_json)):
-        if chosen is not None and getattr(spec, hook) is None:
+        if chosen is not None and writers[hook] is None:
             raise NotAvailableError(
                 f"`lucid predict {flag}` for task {spec.name!r} is not available: its plugin provides no {hook}.",
                 why="the task has no such file format (or its plugin does not write it yet).",
@@ -245,7 +253,7 @@ def run_predict(
     if on_ready is not None:
         on_ready(decoder)
     _remove_stale_temporaries(files, save, save_txt, save_json, output, on_note)
-    outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files))
+    outputs = PredictOutputs(predictor, save, save_txt, save_json, image_ids(files), label_lines_of(predictor.spec))
     results: list[dict[str, Any]] = []
     try:
         # batches of pictures (a batch may span files): letterbox makes every input (S, S)

@@ -48,16 +48,33 @@ def fuse_conv_bn(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
 
 
 def fold_batchnorm(module: nn.Module) -> nn.Module:
-    """Fold every :class:`~lucidyolo.models.conv.Conv`'s BatchNorm into its convolution, in place.
+    """Fold BatchNorm into the convolution before it, in place, wherever the order is known.
+
+    The order is known in a :class:`~lucidyolo.models.conv.Conv` (conv, then bn) and in an
+    ``nn.Sequential`` whose ``Conv2d`` is followed directly by a ``BatchNorm2d`` of its output
+    channels (a plugin's plain blocks). A BatchNorm elsewhere (applied in a ``forward`` the module
+    tree does not show) is left as it is: :func:`unfolded_batchnorms` counts those.
 
     Args:
         module: a module tree (pass a copy to keep the original untouched).
 
     Returns:
-        The same ``module``, with each ``Conv.bn`` replaced by ``Identity``.
+        The same ``module``, each folded BatchNorm replaced by ``Identity``.
     """
     for sub in module.modules():
         if isinstance(sub, Conv) and isinstance(sub.bn, nn.BatchNorm2d):
             sub.conv = fuse_conv_bn(sub.conv, sub.bn)
             sub.bn = nn.Identity()
+        elif isinstance(sub, nn.Sequential):
+            children = list(sub._modules.items())
+            for (name, conv), (bn_name, bn) in zip(children, children[1:], strict=False):
+                if (isinstance(conv, nn.Conv2d) and type(bn) is nn.BatchNorm2d and bn.track_running_stats
+                        and bn.num_features == conv.out_channels):
+                    sub._modules[name] = fuse_conv_bn(conv, bn)
+                    sub._modules[bn_name] = nn.Identity()
     return module
+
+
+def unfolded_batchnorms(module: nn.Module) -> int:
+    """BatchNorm layers left in ``module`` (after :func:`fold_batchnorm`: those it could not fold)."""
+    return sum(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())

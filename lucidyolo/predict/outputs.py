@@ -30,7 +30,9 @@ class PredictOutputs:
         save_txt: Path | None,
         save_json: Path | None,
         ids: dict[Path, int] | None,
+        label_lines: Any = None,
     ) -> None:
+        """``label_lines`` writes ``--save-txt`` lines: the task's hook or its row rule's default."""
         self.predictor, self.save, self.save_txt, self.save_json = (
             predictor,
             save,
@@ -38,6 +40,7 @@ class PredictOutputs:
             save_json,
         )
         self.ids = ids
+        self.label_lines = label_lines
         self.next_id = 1
         self.coco: list[dict[str, Any]] = []
         self._stack = contextlib.ExitStack()
@@ -69,8 +72,8 @@ class PredictOutputs:
             else:
                 self._video_frame(item, rows, np.asarray(drawn))
         if self.save_txt is not None:
-            assert spec.label_lines is not None
-            lines = spec.label_lines(
+            assert self.label_lines is not None
+            lines = self.label_lines(
                 predictions=rows,
                 image_hw=hw,
                 class_names=self.predictor.class_names,
