@@ -188,8 +188,8 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     from lucidyolo.structures.packed import collate_packed, unpack
 
     if workdir is None:  # a throw-away folder, removed however the check ends
-        with tempfile.TemporaryDirectory(prefix=f"lucid-check-{spec.name}-") as work:
-            return exercise_hooks(spec, img_size, num_images, work)
+        with tempfile.TemporaryDirectory(prefix=f"lucid-check-{spec.name}-") as folder:
+            return exercise_hooks(spec, img_size, num_images, folder)
     work = Path(workdir)
     root = Path(spec.make_synthetic(work / "data", num_images, img_size, 0))
     if spec.read_split is not None:
