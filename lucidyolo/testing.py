@@ -29,10 +29,23 @@ from lucidyolo.tasks.api import (
 )
 
 
+def as_record(spec: Any) -> Any:
+    """The engine's record of a plugin's ``Task`` (API 3) or flat ``TaskSpec`` (API 2, through the adapter),
+    as the registry makes it; anything else as it is."""
+    from lucidyolo.tasks.api_roles import Task, from_flat
+
+    if isinstance(spec, Task):
+        return spec.record()
+    if isinstance(spec, TaskSpec) and spec.roles is None:
+        return from_flat(spec).record()
+    return spec
+
+
 def task_spec_problems(spec: Any) -> list[str]:
-    """Every way ``spec`` breaks the plugin contract (empty when it is fine)."""
+    """Every way ``spec`` (a ``Task``, or a 2.x ``TaskSpec``) breaks the plugin contract (empty when it is fine)."""
+    spec = as_record(spec)
     if not isinstance(spec, TaskSpec):
-        return [f"expected a lucidyolo.tasks.api.TaskSpec, got {type(spec).__name__}"]
+        return [f"expected a lucidyolo.tasks.api_roles.Task (or a 2.x TaskSpec), got {type(spec).__name__}"]
     problems = []
     version = api_version_problem(spec.api_version)
     if version is not None and version[0] == "error":
@@ -144,7 +157,7 @@ def check_task_spec(spec: Any, run_hooks: bool = True) -> dict[str, Any]:
     problems = task_spec_problems(spec)
     if problems:
         raise AssertionError("TaskSpec contract violations:\n- " + "\n- ".join(problems))
-    return exercise_hooks(spec) if run_hooks else {}
+    return exercise_hooks(as_record(spec)) if run_hooks else {}
 
 
 def _check_evaluate(outcome: Any, decode_paths: tuple[str, ...]) -> None:
@@ -179,6 +192,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
 
     from lucidyolo.errors import UserError
 
+    spec = as_record(spec)
     done: dict[str, Any] = {}
     cfg = spec.config_model.model_validate({"task": spec.name})
     if spec.make_synthetic is None or spec.build_model is None:

@@ -1,10 +1,17 @@
-"""The task plugin API, version 2.
+"""The task plugin API: the hooks' contracts, and the flat record the engine reads.
 
-A task (built-in or third party) is one :class:`TaskSpec` object exposed through
-an entry point in the group ``lucidyolo.tasks``::
+Since API 3.0 a plugin writes its task as four typed roles
+(:class:`~lucidyolo.tasks.api_roles.Task`, in :mod:`lucidyolo.tasks.api_roles`)
+exposed through an entry point in the group ``lucidyolo.tasks``::
 
     [project.entry-points."lucidyolo.tasks"]
-    mytask = "my_package.task:SPEC"
+    mytask = "my_package.task:TASK"
+
+The registry compiles a ``Task`` into one :class:`TaskSpec`, the flat record
+the engine reads (``Task.record()``). A plugin written for API 2.x gives that
+flat record itself; it loads through the 2.x adapter
+(:func:`~lucidyolo.tasks.api_roles.from_flat`) for the whole 3.x line. The
+hooks below are the same in both forms; the roles say where each one lives.
 
 The entry-point name must equal ``TaskSpec.name``. Importing the module that
 holds the spec must be cheap (no torch at import time): ``lucid --help`` and
@@ -232,8 +239,11 @@ from lucidyolo.config.schema import (
     run_config_class,
 )
 
-PLUGIN_API_VERSION: tuple[int, int] = (2, 6)
-"""``(major, minor)``: a different major is refused; a plugin built for a newer minor loads with a warning."""
+PLUGIN_API_VERSION: tuple[int, int] = (3, 0)
+"""``(major, minor)``: another major is refused (2.x loads through the adapter); a newer minor loads with a warning."""
+
+ADAPTED_MAJORS: tuple[int, ...] = (2,)
+"""Older majors still loaded, through the adapter (:func:`~lucidyolo.tasks.api_roles.from_flat`), for the 3.x line."""
 
 TASK_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
@@ -536,6 +546,8 @@ class TaskSpec:
     inference_view: Callable[..., Any] | None = None
     published_models: tuple[str, ...] = ()
     published_meta: Callable[..., Any] | None = None
+    roles: Any = None
+    """The :class:`~lucidyolo.tasks.api_roles.Task` this record was compiled from (``None`` in a 2.x plugin's own)."""
 
     HOOKS = (
         "read_split", "build_model", "build_criterion", "decode", "make_synthetic", "build_metric", "metric_update",
@@ -577,7 +589,8 @@ class TaskSpec:
 def api_version_problem(version: Any) -> tuple[str, str] | None:
     """``None`` when ``version`` is compatible; else ``("error"|"warning", message)``.
 
-    A plugin built for version 1 declared a bare ``int``; version 2 is ``(major, minor)``.
+    A plugin built for version 1 declared a bare ``int``; since version 2 it is ``(major, minor)``.
+    Majors in :data:`ADAPTED_MAJORS` load through the adapter, with no warning (supported).
     """
     ours = f"{PLUGIN_API_VERSION[0]}.{PLUGIN_API_VERSION[1]}"
     if isinstance(version, int) and not isinstance(version, bool):
@@ -585,10 +598,14 @@ def api_version_problem(version: Any) -> tuple[str, str] | None:
     if not (isinstance(version, tuple) and len(version) == 2 and all(isinstance(v, int) for v in version)):
         return "error", f"api_version {version!r} is not a (major, minor) tuple (lucidyolo speaks plugin API {ours})"
     major, minor = version
+    if major in ADAPTED_MAJORS:
+        return None
     if major != PLUGIN_API_VERSION[0]:
+        adapted = ", ".join(f"{m}.x" for m in ADAPTED_MAJORS)
         return "error", (
-            f"the plugin was built for plugin API {major}.{minor}, but lucidyolo speaks plugin API {ours}; "
-            "install a plugin release built for this lucidyolo, or the lucidyolo the plugin was built for"
+            f"the plugin was built for plugin API {major}.{minor}, but lucidyolo speaks plugin API {ours} "
+            f"(and {adapted} through its adapter); install a plugin release built for this lucidyolo, "
+            "or the lucidyolo the plugin was built for"
         )
     if minor > PLUGIN_API_VERSION[1]:
         return "warning", (

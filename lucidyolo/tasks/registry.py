@@ -22,7 +22,8 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 
 from lucidyolo.errors import PluginError
-from lucidyolo.tasks.api import TASK_NAME_RE, TaskSpec, api_version_problem
+from lucidyolo.tasks.api import ADAPTED_MAJORS, TASK_NAME_RE, TaskSpec, api_version_problem
+from lucidyolo.tasks.api_roles import Task, from_flat
 
 GROUP = "lucidyolo.tasks"
 ALLOW_ENV = "LUCIDYOLO_PLUGINS"
@@ -54,6 +55,8 @@ class PluginRecord:
             "distribution": self.distribution,
             "version": self.version,
             "api_version": _version_str(self.spec.api_version) if self.spec else None,
+            # written for an older major of the plugin API, loaded through the adapter
+            "adapted": bool(self.spec and self.spec.api_version[0] in ADAPTED_MAJORS) if self.spec else None,
             "builtin": self.builtin,
             "entry_point": self.value,
             "status": self.status,
@@ -115,8 +118,8 @@ def _load_one(ep: EntryPoint, rec: PluginRecord) -> None:
             raise
         rec.status, rec.error = "error", f"{type(exc).__name__}: {exc}"
         return
-    if not isinstance(obj, TaskSpec):
-        rec.status, rec.error = "error", f"entry point gives {type(obj).__name__}, not a lucidyolo TaskSpec"
+    if not isinstance(obj, Task | TaskSpec):
+        rec.status, rec.error = "error", f"entry point gives {type(obj).__name__}, not a lucidyolo Task (or TaskSpec)"
         return
     problem = api_version_problem(obj.api_version)
     if problem is not None and problem[0] == "error":
@@ -124,6 +127,8 @@ def _load_one(ep: EntryPoint, rec: PluginRecord) -> None:
         return
     if problem is not None:
         rec.warning = problem[1]
+    # a 3.x Task is compiled to the engine's record; a flat TaskSpec (API 2.x) goes through the adapter
+    obj = obj.record() if isinstance(obj, Task) else from_flat(obj).record()
     if obj.name != ep.name:
         rec.status, rec.error = "error", f"entry point name {ep.name!r} differs from TaskSpec.name {obj.name!r}"
         return

@@ -37,7 +37,7 @@ def test_plugins_json_lists_each_builtin_task_once_with_versions(lucid):
     tasks = _tasks(lucid("plugins", "--json"))
     for name in ("det", "seg", "obb", "keypoints"):
         assert tasks[name]["status"] == "ok"
-        assert tasks[name]["api_version"] == "2.6"
+        assert tasks[name]["api_version"] == "3.0"
         assert tasks[name]["version"]
         assert tasks[name]["builtin"] is True
     assert tasks["obb"]["multi_device"] is False and tasks["det"]["multi_device"] is True
@@ -82,7 +82,7 @@ def test_incompatible_api_version_is_refused(lucid, tmp_path):
     tasks = _tasks(lucid("plugins", "--json", env=env_with(tmp_path)))
     error = tasks["oldapi"]["error"]
     assert tasks["oldapi"]["status"] == "error"
-    assert "plugin API 1.0" in error and "plugin API 2.6" in error  # names both versions
+    assert "plugin API 1.0" in error and "plugin API 3.0" in error  # names both versions
     used = lucid("fit", "oldapi", "--print-config", env=env_with(tmp_path))
     assert used.returncode == 2 and "plugin API 1.0" in used.stderr
 

@@ -31,7 +31,7 @@ def _install(tmp: Path) -> dict[str, str]:
     info = tmp / "lucid_points-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lucid-points\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[lucidyolo.tasks]\npoints = lucid_points:SPEC\n")
+    (info / "entry_points.txt").write_text("[lucidyolo.tasks]\npoints = lucid_points:TASK\n")
     return {"PYTHONPATH": os.pathsep.join([str(PLUGIN), str(tmp), os.environ.get("PYTHONPATH", "")]),
             "PYTHONDONTWRITEBYTECODE": "1"}
 

@@ -234,10 +234,10 @@ def test_task_plugin_template_passes_the_contract_check(template_module):
     from lucidyolo.testing import check_task_spec
 
     task, hooks = template_module
-    spec = task.SPEC
-    check_task_spec(spec, run_hooks=False)
+    check_task_spec(task.TASK, run_hooks=False)
+    spec = task.TASK.record()  # the flat record the engine reads
     entry = tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]["entry-points"]["lucidyolo.tasks"]
-    assert entry == {spec.name: "my_task.task:SPEC"}
+    assert entry == {spec.name: "my_task.task:TASK"}
     assert not spec.trainable and spec.missing_hooks(*TaskSpec.FIT_HOOKS) == list(TaskSpec.FIT_HOOKS)
 
     # Once every stub is written and listed in IMPLEMENTED, the same spec is complete and valid.
@@ -270,7 +270,7 @@ def test_task_plugin_template_is_found_through_its_entry_point(tmp_path):
     assert listed.returncode == 0, listed.stderr
     row = next(t for t in json.loads(listed.stdout)["tasks"] if t["name"] == "my_task")
     assert row["status"] == "ok" and row["trainable"] is False and row["builtin"] is False, row
-    assert row["distribution"] == dist and row["api_version"] == "2.6"
+    assert row["distribution"] == dist and row["api_version"] == "3.0" and row["adapted"] is False
 
     shown = run_lucid("fit", "my_task", "--print-config", "--model.my_loss_gain", "2", env=env)
     assert shown.returncode == 0, shown.stderr

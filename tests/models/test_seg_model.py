@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lucidyolo.tasks.registry import get_task
 from lucidyolo.tasks.segment import hooks as segment_hooks
 from lucidyolo.tasks.segment.spec import SegmentModelConfig
 
@@ -60,7 +61,7 @@ def test_decode_gathers_the_kept_rows_coefficients(model):
 
 
 def test_deploy_keeps_prototypes_and_drops_the_semantic_head(model):
-    deployed = segment_hooks.deploy(model)
+    deployed = get_task("seg").export.deploy(model=model)
     assert deployed.output_names == ("detections", "coeffs", "protos")
     assert deployed.extras["protos"].semseg is None
     assert model.extras["protos"].semseg is not None  # the trained model is untouched

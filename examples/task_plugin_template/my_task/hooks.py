@@ -20,7 +20,7 @@ REFERENCE = "plugins/lucidyolo-cls"
 def _todo(hook: str) -> NotImplementedError:
     return NotImplementedError(
         f"my_task.hooks.{hook} is a template stub: write it (contract: lucidyolo/tasks/api.py, "
-        f"TaskSpec.{hook}; a complete example: {REFERENCE}, image classification)"
+        f"hook {hook}; complete examples: {REFERENCE}, image classification, and tests/point_plugin)"
     )
 
 

@@ -1,4 +1,4 @@
-"""The built-in detection task (``det``, alias ``detect``).
+"""The built-in detection task (``det``, alias ``detect``): the base of the dual-head family.
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
 :mod:`lucidyolo.tasks.detect.hooks`.
@@ -6,16 +6,8 @@ Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
 
 from __future__ import annotations
 
-from lucidyolo.tasks.api import (
-    ExportSpec,
-    GateSpec,
-    MetricSpec,
-    TaskCapabilities,
-    TaskSpec,
-    lazy_hook,
-    lazy_hooks,
-)
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
+from lucidyolo.tasks.api import MetricSpec
+from lucidyolo.tasks.dual_head import DualHeadModelConfig, dual_head_task
 
 
 class DetectModelConfig(DualHeadModelConfig):
@@ -26,16 +18,13 @@ FIELDS: tuple[str, ...] = ("crowd",)
 """Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the
 assigners, passed to the epoch metric so it scores them as pycocotools does."""
 
-_HOOKS = "lucidyolo.tasks.detect.hooks"
-
-SPEC = TaskSpec(
+TASK = dual_head_task(
     name="det",
     aliases=("detect",),
     description="axis-aligned boxes + class (COCO instances, YOLO roots)",
-    config_model=DetectModelConfig,
-    capabilities=TaskCapabilities(multi_device=True, export=True, compile_step=True),
-    default_preset="det_nano_smoke.yaml",
-    synthetic_preset="det_nano_synthetic.yaml",
+    hooks="lucidyolo.tasks.detect.hooks",
+    config=DetectModelConfig,
+    compile_step=True,
     fields=FIELDS,
     loss_terms=("box", "cls", "l1"),
     metrics=MetricSpec(
@@ -50,24 +39,15 @@ SPEC = TaskSpec(
             "val/mAP50": "metrics/mAP50(B)", "val/mAP50-95": "metrics/mAP50-95(B)",
         },
     ),
-    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
-                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
-                 "target_rows"),
-    decode_paths=DECODE_PATHS,
-    published_models=("DetectionModel",),
-    inference_view=INFERENCE_VIEW,
-    gate=GateSpec(
-        preset="det_nano_overfit.yaml",
-        metric="recall@0.5 (train slice, e2e, conf>=0.25)",
-        floor=0.95,
-        score=lazy_hook(f"{_HOOKS}:gate_score"),
-        # 32 training images x 100 epochs (400 steps, lr decayed to 0.1x), no scale/translate jitter:
-        # 1.000 with seeds 0 and 1 in ~281 s on 1 thread (with jitter: 0.938-0.969, at the floor);
-        # 80 images x 50 epochs at constant lr gave 0.959 in 676-908 s, 32 x 100 at constant lr 0.948.
-        images=40,
-        epochs=100,
-    ),
-    export=ExportSpec(
-        outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
-    ),
+    published_model="DetectionModel",
+    preset_prefix="det",
+    # 32 training images x 100 epochs (400 steps, lr decayed to 0.1x), no scale/translate jitter:
+    # 1.000 with seeds 0 and 1 in ~281 s on 1 thread (with jitter: 0.938-0.969, at the floor);
+    # 80 images x 50 epochs at constant lr gave 0.959 in 676-908 s, 32 x 100 at constant lr 0.948.
+    gate_metric="recall@0.5 (train slice, e2e, conf>=0.25)",
+    gate_floor=0.95,
+    export_outputs=("detections",),
 )
+
+SPEC = TASK.record()
+"""The engine's record of the task (the entry point gives :data:`TASK`)."""

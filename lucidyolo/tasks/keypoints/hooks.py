@@ -151,11 +151,6 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> KeypointD
     return KeypointDetections(rows, gather_kept(points, index))
 
 
-def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
-    from lucidyolo.data.synth import write_synthetic
-
-    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
-
 
 def build_metric(num_classes: int, meta: Mapping[str, Any] | None = None, **_: Any) -> nn.Module:
     from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP

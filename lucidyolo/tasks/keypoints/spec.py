@@ -1,4 +1,4 @@
-"""The built-in keypoint task (``keypoints``, alias ``pose``).
+"""The built-in keypoint task (``keypoints``, alias ``pose``): detection with a keypoint stem.
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
 :mod:`lucidyolo.tasks.keypoints.hooks`. Detection plus, per anchor and branch,
@@ -13,16 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from lucidyolo.tasks.api import (
-    ExportSpec,
-    GateSpec,
-    MetricSpec,
-    TaskCapabilities,
-    TaskSpec,
-    lazy_hook,
-    lazy_hooks,
-)
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
+from lucidyolo.tasks.api import MetricSpec
+from lucidyolo.tasks.dual_head import DualHeadModelConfig, dual_head_task
 
 
 class KeypointModelConfig(DualHeadModelConfig):
@@ -41,16 +33,14 @@ class KeypointModelConfig(DualHeadModelConfig):
 FIELDS: tuple[str, ...] = ("keypoints", "crowd")
 """The K points and their visibility of every instance, and COCO crowd regions (ignored, scored as pycocotools does)."""
 
-_HOOKS = "lucidyolo.tasks.keypoints.hooks"
-
-SPEC = TaskSpec(
+TASK = dual_head_task(
     name="keypoints",
     aliases=("pose",),
     description="boxes + K keypoints per instance (COCO person_keypoints, YOLO pose roots)",
-    config_model=KeypointModelConfig,
-    capabilities=TaskCapabilities(multi_device=False, export=True),
-    default_preset="pose_nano_smoke.yaml",
-    synthetic_preset="pose_nano_synthetic.yaml",
+    hooks="lucidyolo.tasks.keypoints.hooks",
+    extra_hooks=("label_stats", "transfer_weights", "published_meta"),
+    config=KeypointModelConfig,
+    multi_device=False,
     fields=FIELDS,
     meta_keys=("num_keypoints", "flip_idx", "skeleton"),
     reference_meta={"num_keypoints": 17},
@@ -66,23 +56,12 @@ SPEC = TaskSpec(
             "val/oks_mAP": "metrics/mAP50-95(P)",
         },
     ),
-    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
-                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
-                 "target_rows", "label_stats", "transfer_weights", "published_meta"),
-    decode_paths=DECODE_PATHS,
-    published_models=("PoseModel",),
-    inference_view=INFERENCE_VIEW,
-    gate=GateSpec(
-        preset="pose_nano_overfit.yaml",
-        metric="OKS AP (train slice, e2e, 7-point symbol, uniform sigma 0.072)",
-        floor=0.30,
-        score=lazy_hook(f"{_HOOKS}:gate_score"),
-        images=40,
-        epochs=100,
-    ),
-    export=ExportSpec(
-        outputs=("detections", "keypoints"),
-        deploy=lazy_hook(f"{_HOOKS}:deploy"),
-        check=lazy_hook(f"{_HOOKS}:export_check"),
-    ),
+    published_model="PoseModel",
+    preset_prefix="pose",
+    gate_metric="OKS AP (train slice, e2e, 7-point symbol, uniform sigma 0.072)",
+    gate_floor=0.30,
+    export_outputs=("detections", "keypoints"),
 )
+
+SPEC = TASK.record()
+"""The engine's record of the task (the entry point gives :data:`TASK`)."""

@@ -79,11 +79,6 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> Tensor:
     raise ValueError(f"unknown decode path {path!r} (e2e or nms)")
 
 
-def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
-    from lucidyolo.data.synth import write_synthetic
-
-    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
-
 
 def build_metric(num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.tasks.obb.epoch_map import RotatedEpochMAP

@@ -1,4 +1,4 @@
-"""The built-in oriented-box task (``obb``, alias ``oriented``).
+"""The built-in oriented-box task (``obb``, alias ``oriented``): detection with an angle stem.
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
 :mod:`lucidyolo.tasks.obb.hooks`. Declares ``multi_device=False``: its rotated
@@ -11,16 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from lucidyolo.tasks.api import (
-    ExportSpec,
-    GateSpec,
-    MetricSpec,
-    TaskCapabilities,
-    TaskSpec,
-    lazy_hook,
-    lazy_hooks,
-)
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
+from lucidyolo.tasks.api import MetricSpec
+from lucidyolo.tasks.dual_head import DualHeadModelConfig, dual_head_task
 
 
 class ObbModelConfig(DualHeadModelConfig):
@@ -33,16 +25,14 @@ class ObbModelConfig(DualHeadModelConfig):
 FIELDS: tuple[str, ...] = ("rboxes",)
 """Beyond boxes, labels and difficult: the rotated box of every instance (long-edge canonical)."""
 
-_HOOKS = "lucidyolo.tasks.obb.hooks"
-
-SPEC = TaskSpec(
+TASK = dual_head_task(
     name="obb",
     aliases=("oriented",),
     description="rotated boxes, long-edge angle (DOTA-v1.0 tiles, YOLO-OBB roots)",
-    config_model=ObbModelConfig,
-    capabilities=TaskCapabilities(multi_device=False, export=True),
-    default_preset="obb_nano_smoke.yaml",
-    synthetic_preset="obb_nano_synthetic.yaml",
+    hooks="lucidyolo.tasks.obb.hooks",
+    extra_hooks=("label_stats",),
+    config=ObbModelConfig,
+    multi_device=False,
     fields=FIELDS,
     loss_terms=("box", "cls", "l1", "angle"),
     metrics=MetricSpec(
@@ -58,21 +48,12 @@ SPEC = TaskSpec(
         },
     ),
     eval_batch_size=8,
-    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
-                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
-                 "target_rows", "label_stats"),
-    decode_paths=DECODE_PATHS,
-    published_models=("OBBModel",),
-    inference_view=INFERENCE_VIEW,
-    gate=GateSpec(
-        preset="obb_nano_overfit.yaml",
-        metric="rotated mAP50 (train slice, e2e, exact polygon IoU, 101-point)",
-        floor=0.90,
-        score=lazy_hook(f"{_HOOKS}:gate_score"),
-        images=40,
-        epochs=100,
-    ),
-    export=ExportSpec(
-        outputs=("detections",), deploy=lazy_hook(f"{_HOOKS}:deploy"), check=lazy_hook(f"{_HOOKS}:export_check")
-    ),
+    published_model="OBBModel",
+    preset_prefix="obb",
+    gate_metric="rotated mAP50 (train slice, e2e, exact polygon IoU, 101-point)",
+    gate_floor=0.90,
+    export_outputs=("detections",),
 )
+
+SPEC = TASK.record()
+"""The engine's record of the task (the entry point gives :data:`TASK`)."""

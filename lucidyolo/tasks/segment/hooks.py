@@ -72,11 +72,6 @@ def decode(outputs: Mapping[str, Any], path: str = "e2e", **_: Any) -> MaskDetec
     return MaskDetections(rows, gather_kept(branch["coeffs"], index), outputs["protos"])  # coeffs (B, 300, P)
 
 
-def make_synthetic(out_dir: Path, num_images: int, img_size: int, seed: int) -> Path:
-    from lucidyolo.data.synth import write_synthetic
-
-    return write_synthetic(out_dir, FIELDS, num_images, img_size=img_size, seed=seed, fmt="coco")
-
 
 def build_metric(num_classes: int, **_: Any) -> nn.Module:
     from lucidyolo.tasks.segment.epoch_map import SegmEpochMAP
@@ -90,19 +85,14 @@ def metric_update(metric: Any, decoded: MaskDetections, gt: Mapping[str, Tensor]
     metric.update(decoded, gt, batch_meta)
 
 
-def deploy(model: nn.Module, **_: Any) -> nn.Module:
-    """Trunk + o2o branch + prototypes (no semantic head), BN folded: ``(detections, coeffs, protos)``."""
-    from lucidyolo.models.deploy import make_deploy_model
-
-    return make_deploy_model(model)
-
 
 def gate_score(model: Any, source: Any, img_size: int, conf: float, batch_size: int = 16, **_: Any) -> float:
     """Mean mask IoU over every GT of ``source`` (unmatched = 0), deployed end-to-end graph, network-input frame."""
     from lucidyolo.data.val_batches import val_batches
+    from lucidyolo.models.deploy import make_deploy_model
     from lucidyolo.tasks.segment.mask_iou import MeanMaskIoU
 
-    deployed = deploy(model).eval()
+    deployed = make_deploy_model(model).eval()  # the family's deployed graph keeps the prototypes
     metric = MeanMaskIoU()
     with torch.inference_mode():
         for images, gt, _ in val_batches(source, img_size, batch_size, FIELDS):

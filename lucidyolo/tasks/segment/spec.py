@@ -1,25 +1,17 @@
-"""The built-in instance segmentation task (``seg``, alias ``segment``).
+"""The built-in instance segmentation task (``seg``, alias ``segment``): detection plus masks.
 
 Torch-free: every hook is a :func:`~lucidyolo.tasks.api.lazy_hook` into
-:mod:`lucidyolo.tasks.segment.hooks`. Detection plus 32 mask coefficients per
-anchor and branch, image-wide prototypes and a training-only semantic head.
+:mod:`lucidyolo.tasks.segment.hooks` (the deployed graph is detection's). Detection
+plus 32 mask coefficients per anchor and branch, image-wide prototypes and a
+training-only semantic head.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from lucidyolo.tasks.api import (
-    EvalOption,
-    ExportSpec,
-    GateSpec,
-    MetricSpec,
-    TaskCapabilities,
-    TaskSpec,
-    lazy_hook,
-    lazy_hooks,
-)
-from lucidyolo.tasks.dual_head import DECODE_PATHS, INFERENCE_VIEW, DualHeadModelConfig
+from lucidyolo.tasks.api import EvalOption, MetricSpec
+from lucidyolo.tasks.dual_head import DualHeadModelConfig, dual_head_task
 
 
 class SegmentModelConfig(DualHeadModelConfig):
@@ -37,16 +29,14 @@ class SegmentModelConfig(DualHeadModelConfig):
 FIELDS: tuple[str, ...] = ("polygons", "crowd")
 """Polygon rings of every instance (the mask targets) and COCO crowd regions (ignored, scored as pycocotools does)."""
 
-_HOOKS = "lucidyolo.tasks.segment.hooks"
-
-SPEC = TaskSpec(
+TASK = dual_head_task(
     name="seg",
     aliases=("segment",),
     description="boxes + one mask per instance (COCO polygons/RLE, YOLO polygons)",
-    config_model=SegmentModelConfig,
-    capabilities=TaskCapabilities(multi_device=True, export=True),
-    default_preset="seg_nano_smoke.yaml",
-    synthetic_preset="seg_nano_synthetic.yaml",
+    hooks="lucidyolo.tasks.segment.hooks",
+    from_base=("deploy",),  # make_deploy_model keeps the prototypes: the outputs below
+    extra_hooks=("label_stats",),
+    config=SegmentModelConfig,
     fields=FIELDS,
     loss_terms=("box", "cls", "l1", "mask", "semantic"),
     metrics=MetricSpec(
@@ -65,27 +55,16 @@ SPEC = TaskSpec(
             "val/segm_mAP50": "metrics/mAP50(M)", "val/segm_mAP50-95": "metrics/mAP50-95(M)",
         },
     ),
-    **lazy_hooks(_HOOKS, "build_model", "build_criterion", "decode", "make_synthetic", "build_metric",
-                 "metric_update", "matches", "evaluate", "predict", "draw", "label_lines", "coco_results",
-                 "target_rows", "label_stats"),
-    decode_paths=DECODE_PATHS,
-    published_models=("SegmentationModel",),
-    inference_view=INFERENCE_VIEW,
     eval_options=(
         EvalOption("masks", True, "also score the instance masks (COCO segm); false: boxes only, faster"),
     ),
-    gate=GateSpec(
-        preset="seg_nano_overfit.yaml",
-        metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",
-        floor=0.70,
-        score=lazy_hook(f"{_HOOKS}:gate_score"),
-        # 32 training images x 100 epochs (400 steps): 0.926 in 307 s on 2 cores; 60 epochs gave 0.31.
-        images=40,
-        epochs=100,
-    ),
-    export=ExportSpec(
-        outputs=("detections", "coeffs", "protos"),
-        deploy=lazy_hook(f"{_HOOKS}:deploy"),
-        check=lazy_hook(f"{_HOOKS}:export_check"),
-    ),
+    published_model="SegmentationModel",
+    preset_prefix="seg",
+    # 32 training images x 100 epochs (400 steps): 0.926 in 307 s on 2 cores; 60 epochs gave 0.31.
+    gate_metric="mean mask IoU over all GT (train slice, e2e, conf>=0.25, unmatched = 0)",
+    gate_floor=0.70,
+    export_outputs=("detections", "coeffs", "protos"),
 )
+
+SPEC = TASK.record()
+"""The engine's record of the task (the entry point gives :data:`TASK`)."""

@@ -27,7 +27,7 @@ def test_lucid_plugins_lists_cls_from_its_own_distribution(tmp_path):
     rows = {row["name"]: row for row in json.loads(r.stdout)["tasks"]}
     cls = rows["cls"]
     assert cls["status"] == "ok" and cls["distribution"] == "lucidyolo-cls" and cls["builtin"] is False
-    assert cls["trainable"] is True and cls["api_version"] == "2.4"
+    assert cls["trainable"] is True and cls["api_version"] == "3.0" and cls["adapted"] is False
 
 
 def test_the_dual_head_keys_are_not_keys_of_a_task_without_that_head(tmp_path):

@@ -11,11 +11,11 @@ from lucidyolo.testing import check_task_spec
 from lucidyolo_cls.folders import read_class_folders
 from lucidyolo_cls.metric import TopKAccuracy
 from lucidyolo_cls.synthetic import CLASSES, write_class_folders
-from lucidyolo_cls.task import SPEC
+from lucidyolo_cls.task import SPEC, TASK
 
 
 def test_spec_passes_the_contract_check_and_every_hook_runs(tmp_path):
-    done = check_task_spec(SPEC)  # calls every hook on a tiny synthetic set
+    done = check_task_spec(TASK)  # calls every hook on a tiny synthetic set
     assert {"read_split", "build_model", "build_criterion", "decode", "build_metric", "predict", "draw",
             "evaluate", "export.deploy", "export.check"} <= set(done)
     assert done["export.check"].startswith("top-1 equal True")

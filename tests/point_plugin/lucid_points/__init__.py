@@ -14,7 +14,8 @@ from pydantic import Field
 
 import lucid_points.field  # noqa: F401  (registers the "points" field)
 from lucidyolo.config.schema import DataConfig, ModelConfig, TrainerConfig
-from lucidyolo.tasks.api import MetricSpec, TaskSpec, lazy_hook
+from lucidyolo.tasks.api import MetricSpec, lazy_hook
+from lucidyolo.tasks.api_roles import DataRole, EvaluationRole, InferenceRole, ModelRole, Task
 
 
 class PointsConfig(ModelConfig):
@@ -35,22 +36,23 @@ class PointsTrainer(TrainerConfig):
 
 _HOOKS = "lucid_points.hooks"
 
-SPEC = TaskSpec(
+TASK = Task(
     name="points",
     description="class-labelled points without boxes (YOLO rows: c x y)",
-    config_model=PointsConfig,
-    config_data=PointsData,
     config_trainer=PointsTrainer,
-    api_version=(2, 5),
-    boxes=False,
-    fields=("points",),
-    loss_terms=("heat", "offset"),
-    decode_paths=("peaks",),
-    metrics=MetricSpec(keys=("val/f1", "val/precision", "val/recall"), primary="val/f1"),
-    make_synthetic=lazy_hook("lucid_points.synthetic:make_synthetic"),
-    build_model=lazy_hook(f"{_HOOKS}:build_model"),
-    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion"),
-    decode=lazy_hook(f"{_HOOKS}:decode"),
-    build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
-    metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    api_version=(3, 0),
+    data=DataRole(fields=("points",), boxes=False, config=PointsData,
+                  make_synthetic=lazy_hook("lucid_points.synthetic:make_synthetic")),
+    model=ModelRole(config=PointsConfig, loss_terms=("heat", "offset"),
+                    build_model=lazy_hook(f"{_HOOKS}:build_model"),
+                    build_criterion=lazy_hook(f"{_HOOKS}:build_criterion")),
+    inference=InferenceRole(decode_paths=("peaks",), decode=lazy_hook(f"{_HOOKS}:decode")),
+    evaluation=EvaluationRole(
+        metrics=MetricSpec(keys=("val/f1", "val/precision", "val/recall"), primary="val/f1"),
+        build_metric=lazy_hook(f"{_HOOKS}:build_metric"),
+        metric_update=lazy_hook(f"{_HOOKS}:metric_update"),
+    ),
 )
+
+SPEC = TASK.record()
+"""The engine's record of the task (tests read it; the entry point gives :data:`TASK`)."""
