@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     args = p.parse_args(argv)
 
-    import lucidyolo.engine.best_curves as best_curves
+    import lucidyolo.engine.run.best_curves as best_curves
     import lucidyolo.metrics.coco_eval as coco_eval
     import lucidyolo.metrics.epoch_map as epoch_map
     import lucidyolo.tasks.keypoints.epoch_map as oks_epoch_map

@@ -45,7 +45,7 @@ def main() -> None:
         return
     import torch
 
-    from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.engine.commands.evaluate import run_eval
 
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = det_checkpoint(Path(tmp), data_root=args.data_root)

@@ -115,7 +115,7 @@ def main() -> None:
     import onnxruntime
     import openvino
 
-    from lucidyolo.engine.fit import quiet_known_warnings
+    from lucidyolo.engine.loop.fit import quiet_known_warnings
 
     quiet_known_warnings()
     torch.set_num_threads(args.threads)

@@ -74,7 +74,7 @@ def objective(task: str, work: Path, device: str = "cuda") -> dict[str, Any]:
     import torch
 
     from lucidyolo.config.resolve import resolve_config
-    from lucidyolo.engine.build import build_datamodule, build_system, dataset_meta, open_split
+    from lucidyolo.engine.loop.build import build_datamodule, build_system, dataset_meta, open_split
     from lucidyolo.structures.packed import unpack
     from lucidyolo.tasks.registry import get_task
 

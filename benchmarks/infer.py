@@ -133,7 +133,7 @@ def main() -> None:
 def predict_latency(folder: Path, n: int, size: int, variant: str) -> dict:
     """Milliseconds per image of the engine's ``run_predict`` over ``n`` JPEGs: median gap between images."""
     from benchmarks._checkpoint import det_checkpoint
-    from lucidyolo.engine.predict import run_predict
+    from lucidyolo.engine.commands.predict import run_predict
 
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg"))[:n]
     with tempfile.TemporaryDirectory() as tmp:

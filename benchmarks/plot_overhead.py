@@ -105,8 +105,8 @@ def direct(epochs: int, extra: dict[str, object]) -> dict[str, object]:
     import threading
 
     from lucidyolo.config.resolve import resolve_config
-    from lucidyolo.engine import batch_images
-    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.engine.loop.fit import run_fit
+    from lucidyolo.engine.run import batch_images
     from lucidyolo.tasks.registry import get_task
 
     spent = {"main_s": 0.0, "thread_cpu_s": 0.0, "pictures": 0}

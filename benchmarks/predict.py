@@ -87,7 +87,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     from benchmarks._checkpoint import det_checkpoint
-    from lucidyolo.engine.predict import run_predict
+    from lucidyolo.engine.commands.predict import run_predict
 
     files = sorted(p for p in args.folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg"))[
         : args.images

@@ -31,9 +31,9 @@ import pytorch_lightning as pl
 import torch
 
 from lucidyolo.config.resolve import resolve_config
-from lucidyolo.engine.build import build_datamodule, build_system, dataset_meta, open_split
-from lucidyolo.engine.ema import ModelEMA
-from lucidyolo.engine.fit import quiet_known_warnings
+from lucidyolo.engine.loop.build import build_datamodule, build_system, dataset_meta, open_split
+from lucidyolo.engine.loop.ema import ModelEMA
+from lucidyolo.engine.loop.fit import quiet_known_warnings
 from lucidyolo.structures.packed import unpack
 from lucidyolo.tasks.registry import get_task
 

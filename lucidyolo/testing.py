@@ -226,7 +226,7 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     done["build_model"] = type(model).__name__
     done["transfer_weights"] = _check_transfer(spec, cfg, model, list(source.class_names), data_meta)
     if spec.build_criterion is not None:
-        # as the engine calls it (engine/build.py): the run's model too (the keypoint criterion reads its flow)
+        # as the engine calls it (engine/loop/build.py): the run's model too (the keypoint criterion reads its flow)
         criterion = spec.build_criterion(cfg=cfg, num_classes=num_classes, meta=data_meta, model=model)
         total, terms = criterion(outputs, gt, 0.5)
         assert total.ndim == 0 and torch.isfinite(total), f"criterion total must be a finite scalar, got {total}"
@@ -422,7 +422,7 @@ def _check_transfer(spec: TaskSpec, cfg: Any, model: Any, names: list[str], meta
 
     import torch
 
-    from lucidyolo.engine.transfer import SourceWeights, per_class_tensors, transfer_weights
+    from lucidyolo.engine.weights.transfer import SourceWeights, per_class_tensors, transfer_weights
 
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     weights = SourceWeights(Path("<exercise>"), spec.name, cfg.variant, names, dict(meta), state, used_ema=False)

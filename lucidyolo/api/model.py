@@ -36,8 +36,8 @@ from lucidyolo.errors import ConfigError, DataError, NotAvailableError, RunInter
 if TYPE_CHECKING:
     from lucidyolo.api.prediction import FieldLayout, Prediction
     from lucidyolo.config.schema import RunConfig
-    from lucidyolo.engine.predict import Predictor
-    from lucidyolo.engine.restore import Restored
+    from lucidyolo.engine.commands.predict import Predictor
+    from lucidyolo.engine.weights.restore import Restored
     from lucidyolo.tasks.api import TaskSpec
 
 class Model:
@@ -120,8 +120,8 @@ class Model:
             UserError: the path does not exist, holds no checkpoint, is not a lucid checkpoint, is unsafe,
                 or its weights do not fit the model its config describes.
         """
-        from lucidyolo.engine.restore import restore
-        from lucidyolo.engine.weights_source import checkpoint_in, is_url, resolve_weights
+        from lucidyolo.engine.weights.restore import restore
+        from lucidyolo.engine.weights.weights_source import checkpoint_in, is_url, resolve_weights
 
         text = str(source)
         if is_url(text) or "#sha256=" in text:
@@ -266,7 +266,7 @@ class Model:
         if self._names is not None and self._checkpoint is None:
             self._check_names(cfg)
         from lucidyolo.config.resolve import config_to_yaml
-        from lucidyolo.engine.fit import run_fit
+        from lucidyolo.engine.loop.fit import run_fit
 
         sink = log if log is not None else (_stdout if verbose else None)
         try:
@@ -290,7 +290,7 @@ class Model:
                          transfer=out.get("transfer"), config=yaml.safe_load(config_to_yaml(cfg)))
 
     def _check_names(self, cfg: RunConfig) -> None:
-        from lucidyolo.engine.build import data_root_of, open_split
+        from lucidyolo.engine.loop.build import data_root_of, open_split
 
         found = list(open_split(self._spec, cfg, data_root_of(self._spec, cfg), cfg.data.train_split,
                                 "train").class_names)
@@ -332,7 +332,7 @@ class Model:
             UserError: an untrained model, a dataset with other classes, a bad size or device, an
                 evaluation option the task does not declare or a value not of its type.
         """
-        from lucidyolo.engine.evaluate import run_eval
+        from lucidyolo.engine.commands.evaluate import run_eval
 
         fallback = {}
         if masks is not None:
@@ -395,8 +395,8 @@ class Model:
         """
         from lucidyolo.api.images import image_items, stream_items
         from lucidyolo.api.prediction import check_channels
-        from lucidyolo.engine.known_warnings import quiet_known_warnings
-        from lucidyolo.engine.predict import check_predict_args
+        from lucidyolo.engine.commands.predict import check_predict_args
+        from lucidyolo.engine.process.known_warnings import quiet_known_warnings
 
         quiet_known_warnings()
         self._require_checkpoint("predict")
@@ -432,7 +432,7 @@ class Model:
                 )
 
     def _predictor(self, decoder: str | None, img_size: int | None, device: str) -> Predictor:
-        from lucidyolo.engine.predict import Predictor
+        from lucidyolo.engine.commands.predict import Predictor
 
         key = (decoder, img_size, device)
         if key not in self._predictors:
@@ -481,7 +481,7 @@ class Model:
             UserError: an untrained model, an unknown format, a failed parity check.
             NotAvailableError: the task declares no export.
         """
-        from lucidyolo.engine.export import run_export
+        from lucidyolo.engine.weights.export import run_export
 
         checkpoint = self._require_checkpoint("export")
         out = run_export(checkpoint, fmt=format, img_size=img_size, dynamic_batch=dynamic_batch, check=check,
@@ -503,7 +503,7 @@ class Model:
     def _require_restored(self, what: str) -> Restored:
         checkpoint = self._require_checkpoint(what)
         if self._restored is None:
-            from lucidyolo.engine.restore import restore
+            from lucidyolo.engine.weights.restore import restore
 
             self._restored = restore(checkpoint)
         return self._restored

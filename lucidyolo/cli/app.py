@@ -89,7 +89,7 @@ def main() -> None:
         print_user_error(UserError("Interrupted.", fix="Resume a training run with `lucid fit TASK --resume RUN_DIR`."))
         _exit_after_stop(130)
     except OSError as exc:
-        from lucidyolo.engine.disk_errors import write_fault_error
+        from lucidyolo.engine.process.disk_errors import write_fault_error
 
         err = write_fault_error(exc)
         if err is None:

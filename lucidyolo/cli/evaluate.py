@@ -41,7 +41,7 @@ def evaluate(
     ),
 ) -> None:
     """Score a checkpoint with its task's protocol (pycocotools for det), every decode path of the task."""
-    from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.engine.commands.evaluate import run_eval
 
     report = run_eval(
         checkpoint=checkpoint, data_root=data_root, split=split, ema=ema, img_size=img_size,

@@ -31,7 +31,7 @@ def export(
 ) -> None:
     """Export the deployed graph (trunk + one-to-one head + top-k, no NMS) to ONNX, TorchScript or OpenVINO, or a slim weights file."""
     from lucidyolo.cli.console import info
-    from lucidyolo.engine.export import run_export
+    from lucidyolo.engine.weights.export import run_export
 
     result = run_export(checkpoint, fmt, img_size, dynamic_batch, check, output, ema, half, keep_raw)
     if "weights" in result:

@@ -74,7 +74,7 @@ def fit(
             fix="Nothing was run. Use `--print-config` to validate a config meanwhile.",
         )
     from lucidyolo.cli.console import DownloadBar, info, verbosity
-    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.engine.loop.fit import run_fit
 
     bar = DownloadBar("weights") if console.is_terminal and verbosity() >= 1 else None
     try:

@@ -34,7 +34,7 @@ def overfit(
     from lucidyolo.cli.console import console, info
     from lucidyolo.cli.vocabulary import command_options
     from lucidyolo.config.overrides import parse_overrides
-    from lucidyolo.engine.gate import run_overfit_gate
+    from lucidyolo.engine.commands.gate import run_overfit_gate
 
     overrides = parse_overrides(list(ctx.args), command_options(ctx.command), "lucid gate overfit")
     result = run_overfit_gate(

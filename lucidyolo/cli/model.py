@@ -33,7 +33,7 @@ def summary(
             why="the network downsamples by 32.",
             fix="use e.g. 320, 640 or 1024.",
         )
-    from lucidyolo.engine.summary import (
+    from lucidyolo.engine.commands.summary import (
         task_model_summary,  # torch is imported here, not at CLI start
     )
 

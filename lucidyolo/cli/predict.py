@@ -31,7 +31,7 @@ def predict(
     results were saved. On a terminal a progress bar runs below the lines.
     """
     from lucidyolo.cli.console import console
-    from lucidyolo.engine.predict import run_predict
+    from lucidyolo.engine.commands.predict import run_predict
 
     bar = PredictBar() if console.is_terminal else None
     print_line = bar.print_line if bar is not None else _print_line

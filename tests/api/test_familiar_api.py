@@ -210,7 +210,7 @@ class _FakeFit:
 
 
 def test_fit_prints_the_epoch_lines_unless_verbose_is_false(tiny, monkeypatch, capsys):
-    import lucidyolo.engine.fit as fit_mod
+    import lucidyolo.engine.loop.fit as fit_mod
 
     monkeypatch.setattr(fit_mod, "run_fit", _FakeFit(tiny[0]))
     model = Model(tiny[0])
@@ -224,7 +224,7 @@ def test_fit_prints_the_epoch_lines_unless_verbose_is_false(tiny, monkeypatch, c
 
 
 def test_ctrl_c_in_fit_is_one_line_and_a_short_keyboard_interrupt(tiny, monkeypatch, capsys):
-    import lucidyolo.engine.fit as fit_mod
+    import lucidyolo.engine.loop.fit as fit_mod
 
     stop = RunInterrupted(signal.SIGINT, resume="lucid fit det --resume runs/version_0")
     monkeypatch.setattr(fit_mod, "run_fit", _FakeFit(tiny[0], stop))

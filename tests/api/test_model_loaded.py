@@ -47,7 +47,7 @@ def test_predict_gives_the_rows_of_lucid_predict_as_tensors_in_image_pixels(tiny
     from PIL import Image
 
     from lucidyolo.data.image_io import read_image_fast
-    from lucidyolo.engine.predict import run_predict
+    from lucidyolo.engine.commands.predict import run_predict
 
     ckpt, root = tiny
     files = _val_images(root)
@@ -125,7 +125,7 @@ class _Recorder:
 
 @pytest.fixture
 def recorder(monkeypatch, tiny, tmp_path):
-    import lucidyolo.engine.fit as fit_module
+    import lucidyolo.engine.loop.fit as fit_module
 
     rec = _Recorder(tiny[0], tmp_path / "run")
     monkeypatch.setattr(fit_module, "run_fit", rec)
@@ -171,7 +171,7 @@ def test_new_options_reach_the_config_and_names_are_checked_before_training(reco
 
 
 def test_the_log_gets_plain_lines(monkeypatch, tiny):
-    import lucidyolo.engine.fit as fit_module
+    import lucidyolo.engine.loop.fit as fit_module
 
     def fake_run_fit(spec, cfg, log=None, **_):
         log("[bold]lucid fit det[/bold]: [yellow]warning:[/yellow] x")

@@ -22,7 +22,7 @@ def test_eval_defaults_to_the_checkpoints_img_size_and_reports_it(tmp_path, luci
 
 
 def test_an_explicit_img_size_wins_and_is_named_as_such(tmp_path):
-    from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.engine.commands.evaluate import run_eval
 
     ckpt, _ = write_tiny_run(tmp_path)
     report = run_eval(ckpt, img_size=96, device="cpu")
@@ -36,7 +36,7 @@ def test_an_unknown_coco_backend_exits_2_before_anything_runs(tmp_path, lucid):
 
 
 def test_both_backends_give_the_same_report(tmp_path):
-    from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.engine.commands.evaluate import run_eval
 
     ckpt, _ = write_tiny_run(tmp_path)
     slow = run_eval(ckpt, device="cpu", coco_backend="pycocotools")

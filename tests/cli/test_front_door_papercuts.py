@@ -115,8 +115,8 @@ def test_data_check_says_what_auto_num_classes_resolves_to(tmp_path):
 
 def _stop_after_the_weights(monkeypatch, source):
     """run_fit up to the dataset: the weights read as ``source``; the config it goes on with is returned."""
-    import lucidyolo.engine.build as build
-    import lucidyolo.engine.fit as fit
+    import lucidyolo.engine.loop.build as build
+    import lucidyolo.engine.loop.fit as fit
 
     class Reached(Exception):
         pass
@@ -144,7 +144,7 @@ def _stop_after_the_weights(monkeypatch, source):
 
 
 def _source(variant: str, source_format: str):
-    from lucidyolo.engine.transfer import SourceWeights
+    from lucidyolo.engine.weights.transfer import SourceWeights
 
     return SourceWeights(path=Path(f"yolo26{variant}.pt"), task="det", variant=variant, class_names=["a"],
                          dataset_meta={}, state={}, used_ema=True, source_format=source_format)

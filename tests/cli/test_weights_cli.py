@@ -74,7 +74,7 @@ def _fake_lucid_file(path: Path, variant: str = "n") -> bytes:
 
 
 def test_url_weights_resume_a_partial_download_and_verify_the_digest(server, tmp_path):
-    from lucidyolo.engine.weights_source import cached_path, resolve_weights
+    from lucidyolo.engine.weights.weights_source import cached_path, resolve_weights
 
     body = _fake_lucid_file(tmp_path / "w.ckpt")
     server.files["/w.ckpt"] = body
@@ -262,7 +262,7 @@ def test_fit_from_a_run_directory_on_a_permuted_superset_maps_classes_by_name(tm
 
 
 def test_file_urls_run_folders_and_conflicting_digests(tmp_path):
-    from lucidyolo.engine.weights_source import resolve_weights
+    from lucidyolo.engine.weights.weights_source import resolve_weights
     from lucidyolo.errors import ConfigError, UserError
 
     run = tmp_path / "runs" / "version_3"

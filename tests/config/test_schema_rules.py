@@ -69,7 +69,7 @@ def test_a_device_value_nobody_understands_is_refused_for_every_task():
 
 
 def test_processes_per_host_use_the_same_parser():
-    from lucidyolo.engine.build import local_ranks
+    from lucidyolo.engine.loop.build import local_ranks
 
     det = get_task("det")
 
@@ -115,7 +115,7 @@ def test_multi_device_tasks_still_take_several_devices(task, devices):
 
 def test_a_config_changed_after_validation_is_checked_again_before_fit(tmp_path):
     """``cfg.trainer.devices = 2`` validates the trainer section alone; ``run_fit`` validates the whole run again."""
-    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.engine.loop.fit import run_fit
 
     spec = get_task("obb")
     cfg = resolve_config(spec, overrides={"trainer": {"default_root_dir": str(tmp_path / "runs")}})
@@ -190,7 +190,7 @@ def test_restore_brings_a_two_device_obb_checkpoint_to_one_device(tmp_path):
     """Eval, predict and export do not train: the checkpoint loads, its config says one device in one process."""
     import torch
 
-    from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights.restore import restore
 
     spec = get_task("obb")
     config = _obb_config(devices=2, strategy="ddp")

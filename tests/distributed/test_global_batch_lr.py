@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lucidyolo.config.resolve import resolve_config
-from lucidyolo.engine.build import global_processes, local_ranks, resolve_schedule
+from lucidyolo.engine.loop.build import global_processes, local_ranks, resolve_schedule
 from lucidyolo.tasks.registry import get_task
 
 

@@ -154,7 +154,7 @@ def test_lightning_applies_the_plugin_only_under_several_processes():
     """``trainer.sync_batchnorm`` is a no-op in one process: Lightning hands layer syncs to DDP strategies only."""
     import pytorch_lightning as pl
 
-    from lucidyolo.engine.layer_sync import GlobalBatchNorm
+    from lucidyolo.engine.process.layer_sync import GlobalBatchNorm
 
     common = {
         "accelerator": "cpu",

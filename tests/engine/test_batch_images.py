@@ -154,7 +154,7 @@ def test_a_class_label_is_one_row_and_an_unknown_class_none():
 def test_the_grid_puts_tiles_row_major_and_scales_them_to_fit():
     from PIL import Image
 
-    from lucidyolo.engine.batch_images import grid
+    from lucidyolo.engine.run.batch_images import grid
 
     tiles = [Image.new("RGB", (10, 10), (k * 40, 0, 0)) for k in range(5)]
     g = grid(tiles)
@@ -169,7 +169,7 @@ def test_the_grid_puts_tiles_row_major_and_scales_them_to_fit():
 
 
 def test_plot_batches_zero_or_a_task_without_target_rows_draws_nothing(tmp_path):
-    from lucidyolo.engine.batch_images import BatchImages, batch_images_callback
+    from lucidyolo.engine.run.batch_images import BatchImages, batch_images_callback
 
     kwargs = {
         "draw": print,

@@ -19,7 +19,7 @@ def synthetic(tmp_path_factory):
 
 def test_device_hsv_without_cuda_warns_and_keeps_worker_hsv(synthetic):
     from lucidyolo.data import device_hsv
-    from lucidyolo.engine.build import build_datamodule, open_split
+    from lucidyolo.engine.loop.build import build_datamodule, open_split
 
     device_hsv._warned.clear()
     spec = get_task("det")
@@ -31,7 +31,7 @@ def test_device_hsv_without_cuda_warns_and_keeps_worker_hsv(synthetic):
 
 
 def test_explicit_class_count_must_match_the_dataset(synthetic):
-    from lucidyolo.engine.build import open_split, resolve_num_classes
+    from lucidyolo.engine.loop.build import open_split, resolve_num_classes
 
     spec = get_task("det")
     cfg = resolve_config(spec, [], {"model": {"num_classes": 80}})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lucidyolo.engine.checkpoint import assert_plain, atomic_save, load_checkpoint
+from lucidyolo.engine.weights.checkpoint import assert_plain, atomic_save, load_checkpoint
 from lucidyolo.errors import UserError
 
 

@@ -13,7 +13,7 @@ from lucidyolo.tasks.registry import get_task
 @pytest.fixture(scope="module")
 def system():
     from lucidyolo.config.resolve import resolve_config
-    from lucidyolo.engine.build import build_system
+    from lucidyolo.engine.loop.build import build_system
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task("det")
@@ -52,7 +52,7 @@ def test_compiled_objective_equals_eager(system):
 
 
 def test_compile_step_outside_cuda_warns_once_and_stays_eager():
-    import lucidyolo.engine.fit as fit
+    import lucidyolo.engine.loop.fit as fit
 
     fit._warned_compile = False
     with pytest.warns(UserWarning, match="compile_step is ignored"):

@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine import cpu_threads
-from lucidyolo.engine.cpu_threads import CHILD_ENV, auto_threads, busy_cores, resolve_threads
+from lucidyolo.engine.process import cpu_threads
+from lucidyolo.engine.process.cpu_threads import (
+    CHILD_ENV,
+    auto_threads,
+    busy_cores,
+    resolve_threads,
+)
 
 
 @pytest.mark.parametrize(

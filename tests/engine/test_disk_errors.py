@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 
-from lucidyolo.engine.disk_errors import disk_error, write_fault_error
+from lucidyolo.engine.process.disk_errors import disk_error, write_fault_error
 
 
 def _fault(code: int, path) -> OSError:

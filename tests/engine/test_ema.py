@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from lucidyolo.engine.ema import ModelEMA
+from lucidyolo.engine.loop.ema import ModelEMA
 from lucidyolo.errors import UserError
 
 

@@ -12,7 +12,7 @@ def _batch(instances: int) -> SimpleNamespace:
 
 
 def test_an_epoch_without_instances_is_named_and_one_with_any_is_not():
-    from lucidyolo.engine.empty_targets import EmptyEpochWarning
+    from lucidyolo.engine.loop.empty_targets import EmptyEpochWarning
 
     lines: list[str] = []
     warn = EmptyEpochWarning(lines.append)
@@ -30,8 +30,8 @@ def test_an_epoch_without_instances_is_named_and_one_with_any_is_not():
 
 
 def test_fit_adds_the_warning_for_instance_tasks_only():
-    from lucidyolo.engine.empty_targets import EmptyEpochWarning
-    from lucidyolo.engine.fit import _empty_epoch_warning
+    from lucidyolo.engine.loop.empty_targets import EmptyEpochWarning
+    from lucidyolo.engine.loop.fit import _empty_epoch_warning
     from lucidyolo.tasks.registry import get_task
 
     assert [type(c) for c in _empty_epoch_warning(get_task("det"), print)] == [EmptyEpochWarning]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import torch
 
-from lucidyolo.engine.epoch_lines import (
+from lucidyolo.engine.run.epoch_lines import (
     EpochLines,
     duration,
     early_estimate_line,

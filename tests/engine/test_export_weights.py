@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine.export import export_weights
-from lucidyolo.engine.restore import restore
-from lucidyolo.engine.transfer import read_weights
+from lucidyolo.engine.weights.export import export_weights
+from lucidyolo.engine.weights.restore import restore
+from lucidyolo.engine.weights.transfer import read_weights
 from lucidyolo.models import create_model
 from tests.conftest import run_lucid
 

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from lucidyolo.data.source import ImageSource
-from lucidyolo.engine.label_stats import GRID, label_statistics, summary_line, write_label_stats
+from lucidyolo.engine.run.label_stats import GRID, label_statistics, summary_line, write_label_stats
 from lucidyolo.structures.polygons import Polygons
 
 # Three images: 0 is 200 wide x 100 high with two boxes, 1 (50 x 50) is background, 2 (80 x 40) has three
@@ -140,7 +140,7 @@ def test_hook_panels_are_checked_and_written_with_a_valid_picture(tmp_path):
 
 
 def test_the_picture_of_statistics_drawn_before_is_copied_not_drawn(tmp_path, monkeypatch):
-    import lucidyolo.engine.label_plots as label_plots
+    import lucidyolo.engine.run.label_plots as label_plots
 
     monkeypatch.setenv("LUCIDYOLO_INDEX_DIR", str(tmp_path / "index"))
     monkeypatch.delenv("LUCIDYOLO_LABEL_INDEX", raising=False)

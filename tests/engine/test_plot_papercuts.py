@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lucidyolo.engine.curve_plots import (
+from lucidyolo.engine.run.curve_plots import (
     BACKGROUND_COLUMN,
     BACKGROUND_ROW,
     PREDICTED_AXIS,
@@ -15,7 +15,7 @@ from lucidyolo.engine.curve_plots import (
     confusion_figure,
     plot_prefix,
 )
-from lucidyolo.engine.label_plots import dataset_name, draw_label_stats, label_title
+from lucidyolo.engine.run.label_plots import dataset_name, draw_label_stats, label_title
 
 CM = np.array([[50, 1, 0], [0, 3, 2], [4, 0, 0]])  # rows true (cat, dog, background), columns predicted
 
@@ -72,7 +72,7 @@ def test_one_name_per_iou_type_in_the_run_folder_and_in_eval_plots():
 
 
 def test_eval_plots_use_the_run_folder_names(tmp_path):
-    from lucidyolo.engine.evaluate import add_curves
+    from lucidyolo.engine.commands.evaluate import add_curves
     from lucidyolo.metrics.matches import Matches
 
     m = Matches(

@@ -8,8 +8,8 @@ import sys
 
 from PIL import Image
 
-from lucidyolo.engine.plots import plot_results
-from lucidyolo.engine.results_csv import task_results_columns, write_results_row
+from lucidyolo.engine.run.plots import plot_results
+from lucidyolo.engine.run.results_csv import task_results_columns, write_results_row
 from lucidyolo.tasks.registry import get_task
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -54,7 +54,7 @@ def test_matplotlib_is_imported_lazily_and_without_pyplot(tmp_path):
     csv_path = tmp_path / "results.csv"
     _write_run(csv_path, epochs=2)
     code = (
-        "import sys; from lucidyolo.engine.plots import plot_results; "
+        "import sys; from lucidyolo.engine.run.plots import plot_results; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'; "
         f"plot_results({str(csv_path)!r}, {str(tmp_path)!r}); "
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from lucidyolo.engine.epoch_lines import (
+from lucidyolo.engine.run.epoch_lines import (
     PROGRESS_ENV,
     PROGRESS_EVERY_S,
     progress_every_s,

@@ -21,8 +21,8 @@ import pytest
 import torch
 from torch import nn
 
-from lucidyolo.engine.checkpoint import load_checkpoint, scan_pickle
-from lucidyolo.engine.published_checkpoint import (
+from lucidyolo.engine.weights.checkpoint import load_checkpoint, scan_pickle
+from lucidyolo.engine.weights.published_checkpoint import (
     PublishedCheckpoint,
     is_published_checkpoint,
     read_published_checkpoint,

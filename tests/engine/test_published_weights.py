@@ -18,7 +18,7 @@ needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"the publis
 @pytest.mark.realdata
 @needs_reference
 def test_a_published_file_starts_a_run_with_classes_matched_by_name():
-    from lucidyolo.engine.transfer import read_weights, transfer_weights
+    from lucidyolo.engine.weights.transfer import read_weights, transfer_weights
     from lucidyolo.models import create_model
 
     source = read_weights(REFERENCE / "det" / "yolo26n-det.pt")
@@ -43,7 +43,7 @@ def test_a_published_file_starts_a_run_with_classes_matched_by_name():
 def test_class_towers_keep_the_width_of_a_source_with_more_classes():
     """The published class tower is max(C3, min(classes, 100)) wide: 80 on the nano for COCO, 64 for 4 classes."""
     from lucidyolo.config.resolve import validate_config
-    from lucidyolo.engine.fit import class_towers_of
+    from lucidyolo.engine.loop.fit import class_towers_of
     from lucidyolo.models import create_model
     from lucidyolo.tasks.registry import get_task
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lucidyolo.engine.results_csv import (
+from lucidyolo.engine.run.results_csv import (
     read_results,
     results_columns,
     task_results_columns,

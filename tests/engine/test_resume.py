@@ -40,7 +40,7 @@ def _cfg(tmp_path, name):
 def test_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch):
     import torch
 
-    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.engine.loop.fit import run_fit
 
     monkeypatch.setenv("LUCIDYOLO_CACHE_DIR", str(tmp_path / "cache"))
     environment, threads = dict(os.environ), torch.get_num_threads()

@@ -28,7 +28,7 @@ def _crafted(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_lightnings_resume_path_reads_through_the_safe_loader(tmp_path):
-    from lucidyolo.engine.callbacks import AtomicCheckpointIO
+    from lucidyolo.engine.loop.callbacks import AtomicCheckpointIO
 
     bad, marker = _crafted(tmp_path)
     with pytest.raises(UserError):
@@ -47,6 +47,6 @@ def test_resume_refuses_a_crafted_checkpoint_before_it_runs(tmp_path, lucid):
     (True, False, False, True), (True, True, False, "warn"), (True, False, True, "warn"), (False, True, True, False),
 ])
 def test_determinism_is_strict_on_cpu_and_warns_on_cuda_and_mps(requested, cuda, mps, expected):
-    from lucidyolo.engine.trainer_factory import determinism
+    from lucidyolo.engine.loop.trainer_factory import determinism
 
     assert determinism(requested, cuda, mps) == expected

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import torch
 
-from lucidyolo.engine.checkpoint import assert_plain
-from lucidyolo.engine.rng_state import RNG_KEY, RNGStateCallback
+from lucidyolo.engine.process.rng_state import RNG_KEY, RNGStateCallback
+from lucidyolo.engine.weights.checkpoint import assert_plain
 
 
 def _draws():

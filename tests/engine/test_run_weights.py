@@ -11,7 +11,7 @@ from tests.faults import fast_fit_args, tiny_root
 
 
 def test_no_best_checkpoint_no_weights(tmp_path):
-    from lucidyolo.engine.run_weights import weights_note, write_run_weights
+    from lucidyolo.engine.run.run_weights import weights_note, write_run_weights
 
     assert write_run_weights(tmp_path / "checkpoints" / "best.ckpt", tmp_path) is None
     assert not (tmp_path / "weights.pt").exists() and weights_note(None) == ""

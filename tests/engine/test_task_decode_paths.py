@@ -56,7 +56,7 @@ def renamed(tmp_path, monkeypatch):
 
 
 def test_eval_scores_the_tasks_paths_with_its_options(renamed):
-    from lucidyolo.engine.evaluate import run_eval
+    from lucidyolo.engine.commands.evaluate import run_eval
 
     _, ckpt = renamed
     report = run_eval(ckpt, device="cpu", options={"strict": "yes"})
@@ -68,8 +68,8 @@ def test_eval_scores_the_tasks_paths_with_its_options(renamed):
 
 
 def test_predictor_defaults_to_the_first_path_and_refuses_others(renamed):
-    from lucidyolo.engine.predict import Predictor
-    from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.commands.predict import Predictor
+    from lucidyolo.engine.weights.restore import restore
     from lucidyolo.errors import UserError
 
     _, ckpt = renamed
@@ -86,12 +86,12 @@ def test_predictor_defaults_to_the_first_path_and_refuses_others(renamed):
 def test_training_module_decodes_on_the_tasks_first_path():
     import torch
 
-    from lucidyolo.engine.system import TrainingSystem
+    from lucidyolo.engine.loop.system import TrainingSystem
     from lucidyolo.models import create_model
 
     spec = _renamed_spec()
     model = create_model("n", num_classes=2).eval()
-    decode = functools.partial(spec.decode, cfg=spec.config_model(variant="n", num_classes=2))  # as engine/build.py binds it
+    decode = functools.partial(spec.decode, cfg=spec.config_model(variant="n", num_classes=2))  # as engine/loop/build.py binds it
     system = TrainingSystem(model, torch.nn.Identity(), decode, torch.nn.Identity(), lambda **_: None, (),
                             config={}, decode_path=spec.default_decode_path)
     CALLS.clear()
@@ -103,7 +103,7 @@ def test_training_module_decodes_on_the_tasks_first_path():
 def test_the_generic_inference_view_folds_a_copy_of_the_whole_model():
     import torch
 
-    from lucidyolo.engine.evaluate import inference_view
+    from lucidyolo.engine.commands.evaluate import inference_view
     from lucidyolo.models import create_model
 
     spec = _renamed_spec()

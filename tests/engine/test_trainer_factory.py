@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from lucidyolo.config.resolve import resolve_config
-from lucidyolo.engine.trainer_factory import (
+from lucidyolo.engine.loop.trainer_factory import (
     precision_note,
     resolve_precision,
     skip_uninitialized_fill,

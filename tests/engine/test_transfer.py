@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lucidyolo.engine.transfer import (
+from lucidyolo.engine.weights.transfer import (
     SourceWeights,
     match_classes,
     per_class_tensors,
@@ -98,7 +98,7 @@ def test_keypoint_stems_of_another_k_start_fresh_with_the_reason():
 
 
 def test_a_checkpoint_of_another_variant_is_refused():
-    from lucidyolo.engine.transfer import refuse_variant_mismatch
+    from lucidyolo.engine.weights.transfer import refuse_variant_mismatch
 
     weights = _source(create_model("n", 2), ["a", "b"])
     weights.variant = "s"
@@ -107,8 +107,8 @@ def test_a_checkpoint_of_another_variant_is_refused():
 
 
 def test_freeze_keeps_parameters_and_batchnorm_statistics_bit_identical_through_a_step():
-    from lucidyolo.engine.ema import ModelEMA
-    from lucidyolo.engine.freeze import FreezeCallback, frozen_modules, trunk_modules
+    from lucidyolo.engine.loop.ema import ModelEMA
+    from lucidyolo.engine.loop.freeze import FreezeCallback, frozen_modules, trunk_modules
     from lucidyolo.optim.musgd import MuSGD
 
     torch.manual_seed(0)
@@ -139,7 +139,7 @@ def test_freeze_keeps_parameters_and_batchnorm_statistics_bit_identical_through_
 
 
 def test_freeze_epochs_releases_the_modules():
-    from lucidyolo.engine.freeze import FreezeCallback, frozen_modules
+    from lucidyolo.engine.loop.freeze import FreezeCallback, frozen_modules
 
     model = create_model("n", num_classes=2)
     callback = FreezeCallback([n for n, _ in frozen_modules(model, "neck")], epochs=2)
@@ -155,7 +155,7 @@ def test_freeze_epochs_releases_the_modules():
 
 
 def test_freezing_more_trunk_modules_than_exist_is_refused():
-    from lucidyolo.engine.freeze import frozen_modules
+    from lucidyolo.engine.loop.freeze import frozen_modules
 
     with pytest.raises(ConfigError, match="more modules than the trunk has"):
         frozen_modules(create_model("n", 2), 18)

@@ -8,9 +8,9 @@ import torch
 
 @pytest.mark.parametrize("task", ["det", "seg"])
 def test_validation_step_runs_everything_with_autocast_off(monkeypatch, task):
-    import lucidyolo.engine.system as system_module
+    import lucidyolo.engine.loop.system as system_module
     from lucidyolo.config.resolve import resolve_config
-    from lucidyolo.engine.build import build_system
+    from lucidyolo.engine.loop.build import build_system
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task(task)

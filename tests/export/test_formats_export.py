@@ -52,7 +52,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:FutureWarning")
 @pytest.mark.parametrize("task", TASKS)
 def test_torchscript_export_passes_the_tasks_check(checkpoints, task, tmp_path):
-    from lucidyolo.engine.export import run_export
+    from lucidyolo.engine.weights.export import run_export
     from lucidyolo.export.torchscript import META_FILE
 
     out = tmp_path / ("model.torchscript" if task != "obb" else "model.pt")
@@ -73,7 +73,7 @@ def test_torchscript_export_passes_the_tasks_check(checkpoints, task, tmp_path):
 @pytest.mark.parametrize("task", TASKS)
 def test_openvino_export_passes_the_tasks_check(checkpoints, task, tmp_path):
     ov = pytest.importorskip("openvino", reason=f"the openvino extra is not installed ({OPENVINO_EXTRA})")
-    from lucidyolo.engine.export import run_export
+    from lucidyolo.engine.weights.export import run_export
 
     out = tmp_path / "model.xml"
     result = run_export(checkpoints[task], "openvino", check=True, output=out, dynamic_batch=task == "seg")
@@ -147,7 +147,7 @@ def test_openvino_missing_exits_2_naming_the_extra(checkpoints, tmp_path):
 
 def test_openvino_output_must_end_in_xml(checkpoints, tmp_path):
     pytest.importorskip("openvino", reason=f"the openvino extra is not installed ({OPENVINO_EXTRA})")
-    from lucidyolo.engine.export import run_export
+    from lucidyolo.engine.weights.export import run_export
     from lucidyolo.errors import ConfigError
 
     with pytest.raises(ConfigError, match="does not end in .xml"):
@@ -158,7 +158,7 @@ def test_openvino_overwrite_removes_the_old_graph_first(checkpoints, tmp_path, m
     """A write stopped after the old .xml is gone leaves no .xml beside a new .bin: absent, not mixed."""
     pytest.importorskip("openvino", reason=f"the openvino extra is not installed ({OPENVINO_EXTRA})")
     import lucidyolo.export.openvino_ir as ir
-    from lucidyolo.engine.export import run_export
+    from lucidyolo.engine.weights.export import run_export
 
     out = tmp_path / "m.xml"
     run_export(checkpoints["det"], "openvino", output=out)

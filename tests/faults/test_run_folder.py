@@ -39,7 +39,7 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 def _claim_many(root: str, n: int, out: multiprocessing.Queue) -> None:
-    from lucidyolo.engine.run_dir import claim_version
+    from lucidyolo.engine.run.run_dir import claim_version
 
     out.put([claim_version(Path(root)).name for _ in range(n)])
 

@@ -63,7 +63,7 @@ def test_the_alpha_schedule_is_the_tasks_dual_head_option(task) -> None:
 
 
 def test_a_criterion_without_a_schedule_gets_weight_one() -> None:
-    from lucidyolo.engine.system import TrainingSystem
+    from lucidyolo.engine.loop.system import TrainingSystem
 
     system = TrainingSystem(torch.nn.Identity(), torch.nn.Identity(), lambda **_: None, torch.nn.Identity(),
                             lambda **_: None, (), config={}, decode_path="e2e")

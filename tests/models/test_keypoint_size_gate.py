@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lucidyolo.engine.summary import task_model_summary
+from lucidyolo.engine.commands.summary import task_model_summary
 from lucidyolo.tasks.registry import get_task
 from tests.models.paper_size import interval, paper_quantities
 

@@ -33,7 +33,7 @@ pytestmark = [
 
 
 def _restored(task: str):
-    from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights.restore import restore
 
     return restore(REFERENCE / task / f"yolo26n-{task}.pt")
 

@@ -24,7 +24,7 @@ def points_spec():
 
 def test_a_point_task_without_the_hook_writes_its_fields_row_and_reads_it_back(points_spec, tmp_path):
     from lucidyolo.data.layouts import open_source
-    from lucidyolo.engine.predict import label_lines_of
+    from lucidyolo.engine.commands.predict import label_lines_of
 
     assert points_spec.label_lines is None
     write = label_lines_of(points_spec)
@@ -45,7 +45,7 @@ def test_a_point_task_without_the_hook_writes_its_fields_row_and_reads_it_back(p
 
 
 def test_predictions_without_the_fields_values_are_refused_naming_the_key(points_spec):
-    from lucidyolo.engine.predict import label_lines_of
+    from lucidyolo.engine.commands.predict import label_lines_of
     from lucidyolo.errors import NotAvailableError
 
     with pytest.raises(NotAvailableError, match="the predictions carry no 'point'"):
@@ -57,7 +57,7 @@ def test_a_box_task_without_the_hook_writes_the_detection_row():
     """The default equals the built-in detection hook's own lines."""
     import dataclasses
 
-    from lucidyolo.engine.predict import label_lines_of
+    from lucidyolo.engine.commands.predict import label_lines_of
     from lucidyolo.tasks.registry import get_task
 
     det = get_task("det")

@@ -20,7 +20,10 @@ from typing import Any
 
 from torch import Tensor
 
-from lucidyolo.engine.published_checkpoint import PublishedCheckpoint, read_published_checkpoint
+from lucidyolo.engine.weights.published_checkpoint import (
+    PublishedCheckpoint,
+    read_published_checkpoint,
+)
 from lucidyolo.errors import UserError
 
 SOURCE_FORMAT = "published YOLO26 (.pt)"
@@ -107,10 +110,10 @@ def published_as_lucid(path: str | Path) -> dict[str, Any]:
 
 
 def read_model_checkpoint(path: str | Path) -> dict[str, Any]:
-    """A lucid checkpoint dict from a lucid file (:func:`~lucidyolo.engine.checkpoint.load_checkpoint`) or a
+    """A lucid checkpoint dict from a lucid file (:func:`~lucidyolo.engine.weights.checkpoint.load_checkpoint`) or a
     published YOLO26 file (:func:`published_as_lucid`); both refuse unsafe files before anything in them runs."""
-    from lucidyolo.engine.checkpoint import load_checkpoint
-    from lucidyolo.engine.published_checkpoint import is_published_checkpoint
+    from lucidyolo.engine.weights.checkpoint import load_checkpoint
+    from lucidyolo.engine.weights.published_checkpoint import is_published_checkpoint
 
     if Path(path).is_file() and is_published_checkpoint(Path(path)):
         return published_as_lucid(path)

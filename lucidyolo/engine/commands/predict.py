@@ -23,7 +23,7 @@ from lucidyolo.atomic_write import atomic_open
 from lucidyolo.errors import NotAvailableError, UserError
 
 if TYPE_CHECKING:
-    from lucidyolo.engine.restore import Restored
+    from lucidyolo.engine.weights.restore import Restored
     from lucidyolo.tasks.api import TaskSpec
 
 def option(name: str, value: object, api: bool) -> str:
@@ -78,7 +78,7 @@ class Predictor:
     """A restored checkpoint ready to predict image after image.
 
     Args:
-        restored: the model from :func:`lucidyolo.engine.restore.restore`.
+        restored: the model from :func:`lucidyolo.engine.weights.restore.restore`.
         decoder: one of the task's ``decode_paths`` (``None``: the first, the task's default).
         img_size: network input side (default: the run's ``data.img_size``), a multiple of 32.
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
@@ -104,7 +104,7 @@ class Predictor:
         if size % 32:
             raise UserError(f"{option('img_size', size, api)} is not a multiple of 32.",
                             fix=f"Use e.g. {option('img_size', 640, api)}.")
-        from lucidyolo.engine.evaluate import inference_view, pick_device
+        from lucidyolo.engine.commands.evaluate import inference_view, pick_device
 
         self.restored = restored
         self.spec = spec
@@ -215,14 +215,14 @@ def run_predict(
         UserError: a bad threshold, decoder, size, batch size or source; a task without the hook an
             output needs; PyAV missing for a video, or a video that cannot be decoded.
     """
-    from lucidyolo.engine.known_warnings import quiet_known_warnings
+    from lucidyolo.engine.process.known_warnings import quiet_known_warnings
 
     quiet_known_warnings()
-    from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.engine.weights.weights_source import checkpoint_file
 
     checkpoint = checkpoint_file(checkpoint)  # a run folder: the output names the file it ran
     if not checkpoint.is_file():  # a wrong --checkpoint is named before the source is looked at
-        from lucidyolo.engine.checkpoint import load_checkpoint
+        from lucidyolo.engine.weights.checkpoint import load_checkpoint
 
         load_checkpoint(checkpoint)  # raises its "not found" / "not a file"
     check_predict_args(conf)
@@ -240,7 +240,7 @@ def run_predict(
             with VideoReader(v) as probe:
                 total = None if total is None or not probe.frames else total + probe.frames
     from lucidyolo.data.pixel_limit import set_max_image_pixels
-    from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights.restore import restore
     from lucidyolo.predict.items import batches, image_ids, source_items
     from lucidyolo.predict.outputs import PredictOutputs
 

@@ -1,8 +1,8 @@
 """``lucid fit``: the run, from resolved config to a trained system.
 
-The pieces live beside it: :mod:`lucidyolo.engine.run_dir` (where the run
-lives), :mod:`lucidyolo.engine.build` (config -> splits, system, datamodule),
-:mod:`lucidyolo.engine.trainer_factory` (the Lightning ``Trainer``).
+The pieces live beside it: :mod:`lucidyolo.engine.run.run_dir` (where the run
+lives), :mod:`lucidyolo.engine.loop.build` (config -> splits, system, datamodule),
+:mod:`lucidyolo.engine.loop.trainer_factory` (the Lightning ``Trainer``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from lucidyolo.atomic_write import atomic_write_text, remove_abandoned
 from lucidyolo.config.resolve import config_to_yaml, validate_config
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine.disk_errors import disk_error, writing
-from lucidyolo.engine.known_warnings import quiet_known_warnings, quiet_lightning_logs
-from lucidyolo.engine.run_dir import refuse_finished
+from lucidyolo.engine.process.disk_errors import disk_error, writing
+from lucidyolo.engine.process.known_warnings import quiet_known_warnings, quiet_lightning_logs
+from lucidyolo.engine.run.run_dir import refuse_finished
 from lucidyolo.errors import ConfigError, RunInterrupted, UserError
 from lucidyolo.tasks.api import TaskSpec
 
@@ -81,8 +81,8 @@ def read_start_weights(
 
     Read before the model is built: the source may size the class towers (:func:`class_towers_of`).
     """
-    from lucidyolo.engine.transfer import read_weights
-    from lucidyolo.engine.weights_source import is_url, resolve_weights, split_digest
+    from lucidyolo.engine.weights.transfer import read_weights
+    from lucidyolo.engine.weights.weights_source import is_url, resolve_weights, split_digest
 
     m = cfg.model
     assert m.weights is not None
@@ -115,7 +115,7 @@ def start_from_weights(
     source: tuple[Any, str],
 ) -> Any:
     """Load what fits of the read ``source`` (its variant already checked) into ``model``; the :class:`TransferReport`."""
-    from lucidyolo.engine.transfer import transfer_weights
+    from lucidyolo.engine.weights.transfer import transfer_weights
 
     weights, shown = source
     return transfer_weights(model, weights, class_names, meta, class_match=cfg.model.class_match,
@@ -124,7 +124,7 @@ def start_from_weights(
 
 def freeze_plan(cfg: RunConfig, model: Any, log: Callable[[str], None]) -> tuple[Any, ...]:
     """``()`` or ``(FreezeCallback, its summary line)`` for ``model.freeze``."""
-    from lucidyolo.engine.freeze import FreezeCallback, describe, frozen_modules
+    from lucidyolo.engine.loop.freeze import FreezeCallback, describe, frozen_modules
 
     m = cfg.model
     picked = frozen_modules(model, m.freeze)
@@ -156,7 +156,7 @@ def run_fit(
     either way the loader workers are stopped and the shared-memory segments they left removed.
     """
     from lucidyolo.data import shm_segments
-    from lucidyolo.engine.interrupt import stop_on_signals
+    from lucidyolo.engine.process.interrupt import stop_on_signals
 
     with stop_on_signals(), _process_state_kept():
         try:
@@ -197,8 +197,8 @@ def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:
 
     Read from the labels the fit already holds (no image decoded); a resumed run keeps the files it has.
     """
-    from lucidyolo.engine.build import dataset_meta
-    from lucidyolo.engine.label_stats import label_statistics, summary_line, write_label_stats
+    from lucidyolo.engine.loop.build import dataset_meta
+    from lucidyolo.engine.run.label_stats import label_statistics, summary_line, write_label_stats
 
     stats = label_statistics(train_src, spec.label_stats, dataset_meta(spec, train_src), boxes=spec.boxes)
     png, _ = writing(lambda: write_label_stats(stats, run.path), run.path / "labels.png", run, spec.name)
@@ -208,8 +208,8 @@ def _write_label_stats(spec: TaskSpec, train_src: Any, run: Any) -> str:
 def _batch_images(spec: TaskSpec, cfg: RunConfig, run: Any, train_src: Any, log: Callable[[str], None]) -> Any:
     """The callback drawing ``data.plot_batches`` batches into the run folder, or ``None`` (with a line saying why
     when the task cannot draw its targets)."""
-    from lucidyolo.engine.batch_images import batch_images_callback
-    from lucidyolo.engine.build import dataset_meta
+    from lucidyolo.engine.loop.build import dataset_meta
+    from lucidyolo.engine.run.batch_images import batch_images_callback
 
     if cfg.data.plot_batches > 0 and (missing := spec.missing_hooks("draw", "target_rows")):
         log(f"batch images: task {spec.name!r} provides no {' / '.join(missing)} hook, so none are drawn")
@@ -222,7 +222,7 @@ def _batch_images(spec: TaskSpec, cfg: RunConfig, run: Any, train_src: Any, log:
 
 def _empty_epoch_warning(spec: TaskSpec, log: Callable[[str], None]) -> list[Any]:
     """The warning for an epoch that saw no instance, for a task whose targets are instances (no per-image label)."""
-    from lucidyolo.engine.empty_targets import EmptyEpochWarning
+    from lucidyolo.engine.loop.empty_targets import EmptyEpochWarning
     from lucidyolo.structures.fields import field_specs
 
     per_image = any(a.per_image for f in field_specs(spec.fields) for a in f.attrs)
@@ -248,7 +248,7 @@ def _fit(
     from lucidyolo.data.label_duplicates import duplicate_rows_warning
     from lucidyolo.data.layouts import check_same_categories
     from lucidyolo.data.pixel_limit import set_max_image_pixels
-    from lucidyolo.engine.build import (
+    from lucidyolo.engine.loop.build import (
         build_datamodule,
         build_system,
         data_root_of,
@@ -259,16 +259,16 @@ def _fit(
         resolve_num_classes,
         resolve_schedule,
     )
-    from lucidyolo.engine.checkpoint import load_checkpoint
-    from lucidyolo.engine.cpu_threads import apply_threads, resolve_threads
-    from lucidyolo.engine.run_dir import is_global_rank_zero, remove_unstarted, run_dir_for
-    from lucidyolo.engine.trainer_factory import (
+    from lucidyolo.engine.loop.trainer_factory import (
         check_accelerator,
         resolve_precision,
         uses_cuda,
         uses_mps,
     )
-    from lucidyolo.engine.transfer import refuse_variant_mismatch
+    from lucidyolo.engine.process.cpu_threads import apply_threads, resolve_threads
+    from lucidyolo.engine.run.run_dir import is_global_rank_zero, remove_unstarted, run_dir_for
+    from lucidyolo.engine.weights.checkpoint import load_checkpoint
+    from lucidyolo.engine.weights.transfer import refuse_variant_mismatch
 
     run = run_dir_for(spec.name, cfg, resume) if resume is not None else None
     variant_given = "variant" in cfg.model.model_fields_set  # before validation below sets every field
@@ -341,7 +341,7 @@ def _fit(
     if run is None:
         root = Path(cfg.trainer.default_root_dir or Path("runs") / spec.name)
         run = writing(lambda: run_dir_for(spec.name, cfg), root, None)
-    from lucidyolo.engine.callbacks import FirstStep
+    from lucidyolo.engine.loop.callbacks import FirstStep
 
     started = FirstStep()
     try:
@@ -370,10 +370,10 @@ def _train(
 ) -> dict[str, Any]:
     from lucidyolo.data.bad_images import mid_run_image_error
     from lucidyolo.data.loader import RESUME_HINT, WorkerDiedError, WorkerFailedError, worker_error
-    from lucidyolo.engine.callbacks import JoinRankZeroRunDir
-    from lucidyolo.engine.rank_watch import rank_death
-    from lucidyolo.engine.run_dir import is_global_rank_zero, stale_temporaries
-    from lucidyolo.engine.trainer_factory import make_trainer, precision_note
+    from lucidyolo.engine.loop.callbacks import JoinRankZeroRunDir
+    from lucidyolo.engine.loop.trainer_factory import make_trainer, precision_note
+    from lucidyolo.engine.process.rank_watch import rank_death
+    from lucidyolo.engine.run.run_dir import is_global_rank_zero, stale_temporaries
 
     if run.checkpoint is not None:
         remove_abandoned(stale_temporaries(run.path))  # a SIGKILL mid-write left them; ~a checkpoint each
@@ -439,7 +439,7 @@ def _train(
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if getattr(v, "numel", lambda: 0)() == 1}
     best = checkpoint_cb.best_model_path or str(run.path / "checkpoints" / "last.ckpt")
     if trainer.is_global_zero:
-        from lucidyolo.engine.run_weights import WEIGHTS_FILE, weights_note, write_run_weights
+        from lucidyolo.engine.run.run_weights import WEIGHTS_FILE, weights_note, write_run_weights
 
         # the finished run's slim weights beside its checkpoints (an interrupted fit raised above)
         slim = writing(lambda: write_run_weights(best, run.path), run.path / WEIGHTS_FILE, run, spec.name)

@@ -95,7 +95,7 @@ def disk_error(exc: BaseException, run: Any, task: str, path: Path | None = None
     ``exc`` is not a write fault.
 
     Args:
-        run: the :class:`~lucidyolo.engine.run_dir.RunDir` (``None`` before it exists).
+        run: the :class:`~lucidyolo.engine.run.run_dir.RunDir` (``None`` before it exists).
         path: where the failed write went, when the caller knows better than the exception.
     """
     fault = find_write_fault(exc)

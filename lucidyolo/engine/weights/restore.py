@@ -10,7 +10,7 @@ from torch import nn
 
 from lucidyolo.config.resolve import validate_config
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine.published_weights import read_model_checkpoint
+from lucidyolo.engine.weights.published_weights import read_model_checkpoint
 from lucidyolo.errors import ConfigError, UserError
 from lucidyolo.tasks.api import TaskSpec
 
@@ -40,7 +40,7 @@ def restore(path: Path, ema: bool = True, task: str | None = None) -> Restored:
     Raises:
         UserError: unsafe or foreign checkpoint, task mismatch, weights that do not fit.
     """
-    from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.engine.weights.weights_source import checkpoint_file
     from lucidyolo.tasks.registry import get_task
 
     path = checkpoint_file(path)

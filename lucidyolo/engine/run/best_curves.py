@@ -6,9 +6,9 @@ then a strictly higher monitored value; the checkpoint callback, which Lightning
 runs after every other callback, still holds the previous best) and, if so,
 keeps the task's ``matches(metric)``: the metric's own matching of that epoch,
 a few arrays of the size of the validation detections. At the end of fit rank
-0 draws them (:mod:`lucidyolo.engine.curve_plots`: ``box_pr_curve.png`` ...
+0 draws them (:mod:`lucidyolo.engine.run.curve_plots`: ``box_pr_curve.png`` ...
 in the run folder, one set per IoU type ``K``, named by
-:func:`~lucidyolo.engine.curve_plots.plot_prefix` as ``lucid eval --plots`` names
+:func:`~lucidyolo.engine.run.curve_plots.plot_prefix` as ``lucid eval --plots`` names
 them) and logs the figures and the numbers to TensorBoard under ``best/{K}/``.
 
 A task without the hook (or one returning ``{}``) gets no curves; nothing else changes.
@@ -82,7 +82,7 @@ class BestCurves(Callback):
         import numpy as np
         from PIL import Image
 
-        from lucidyolo.engine.curve_plots import plot_prefix, write_curve_plots
+        from lucidyolo.engine.run.curve_plots import plot_prefix, write_curve_plots
         from lucidyolo.metrics.curves import compute_curves
 
         writer = _tensorboard(trainer)

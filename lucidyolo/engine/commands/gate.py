@@ -29,8 +29,8 @@ def run_overfit_gate(
     """
     from lucidyolo.config.overrides import deep_merge
     from lucidyolo.config.resolve import resolve_config
-    from lucidyolo.engine.build import open_split
-    from lucidyolo.engine.fit import run_fit
+    from lucidyolo.engine.loop.build import open_split
+    from lucidyolo.engine.loop.fit import run_fit
     from lucidyolo.tasks.registry import get_task
 
     spec = get_task(task)

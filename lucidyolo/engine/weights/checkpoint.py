@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from lucidyolo.atomic_write import atomic_open
-from lucidyolo.engine.pickle_scan import scan_pickle
+from lucidyolo.engine.weights.pickle_scan import scan_pickle
 from lucidyolo.errors import UserError
 
 PLAIN_TYPES: tuple[type, ...] = (str, int, float, bool, type(None), torch.Tensor)
@@ -153,7 +153,7 @@ def _refuse_poisoned_published(p: Path) -> None:
     from one that also calls ``os.system``; the reader's unpickler refuses any global outside
     its allowlist while parsing (nothing runs), so its error is the accurate one.
     """
-    from lucidyolo.engine.published_checkpoint import (
+    from lucidyolo.engine.weights.published_checkpoint import (
         is_published_checkpoint,
         read_published_checkpoint,
     )

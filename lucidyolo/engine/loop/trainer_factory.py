@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lucidyolo.config.schema import RunConfig
-from lucidyolo.engine.run_dir import RunDir
+from lucidyolo.engine.run.run_dir import RunDir
 from lucidyolo.tasks.api import TaskSpec
 
 TB_FLUSH_SECS = 5
@@ -110,16 +110,16 @@ def make_trainer(
 
     ``epoch_log(line)``, when given, receives the start lines (how busy the machine is, the run's size) and one
     line per epoch; with ``progress_bar`` the lines stay above a live bar of the current epoch
-    (:class:`~lucidyolo.engine.epoch_lines.EpochBar`).
+    (:class:`~lucidyolo.engine.run.epoch_lines.EpochBar`).
     """
     import pytorch_lightning as pl
     from pytorch_lightning.callbacks import ModelCheckpoint
 
-    from lucidyolo.engine.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
-    from lucidyolo.engine.interrupt import StopLoadersOnException
-    from lucidyolo.engine.layer_sync import GlobalBatchNorm
-    from lucidyolo.engine.rng_state import RNGStateCallback
-    from lucidyolo.engine.run_loggers import RunCSVLogger, RunTensorBoardLogger
+    from lucidyolo.engine.loop.callbacks import AtomicCheckpointIO, EMACallback, ResultsCallback
+    from lucidyolo.engine.process.interrupt import StopLoadersOnException
+    from lucidyolo.engine.process.layer_sync import GlobalBatchNorm
+    from lucidyolo.engine.process.rng_state import RNGStateCallback
+    from lucidyolo.engine.run.run_loggers import RunCSVLogger, RunTensorBoardLogger
 
     # flush_secs bounds how long closing the writer can wait. A stop signal raises in the main thread
     # between any two bytecodes, also inside the writer queue's notify(); a wake-up lost there left
@@ -147,14 +147,14 @@ def make_trainer(
         RNGStateCallback(), StopLoadersOnException(),
     ]
     if spec.matches is not None and spec.metrics.monitor is not None:
-        from lucidyolo.engine.best_curves import BestCurves
+        from lucidyolo.engine.run.best_curves import BestCurves
 
         callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path,
                                     spec.metrics.plot_names))
     if cfg.model.ema:
         callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
     if progress_bar or epoch_log is not None:
-        from lucidyolo.engine.epoch_lines import EpochBar, EpochLines
+        from lucidyolo.engine.run.epoch_lines import EpochBar, EpochLines
 
         lines = EpochBar if progress_bar else EpochLines
         callbacks.append(lines(epoch_log, spec.loss_terms, spec.metrics.keys, cfg.data.batch_size,  # type: ignore[arg-type]
@@ -173,7 +173,7 @@ def make_trainer(
         use_distributed_sampler=False,
         enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=progress_bar,
     )
-    from lucidyolo.engine.rank_watch import watch_ranks
+    from lucidyolo.engine.process.rank_watch import watch_ranks
 
     watch_ranks(trainer, lambda: run.resume_command(spec.name))  # a rank that dies is named, with the resume command
     skip_uninitialized_fill()

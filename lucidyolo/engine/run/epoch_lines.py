@@ -95,7 +95,7 @@ def machine_line(cores: int, busy: float | None, load: float | None) -> str:
 
     Args:
         cores: the CPUs this process may use.
-        busy: cores kept busy by other processes (:func:`lucidyolo.engine.cpu_threads.busy_cores`), None if unknown.
+        busy: cores kept busy by other processes (:func:`lucidyolo.engine.process.cpu_threads.busy_cores`), None if unknown.
         load: the 1-minute load average, None where the OS has none.
     """
     avg = "" if load is None else f"load average {load:.1f}"
@@ -222,7 +222,7 @@ class EpochLines(Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.is_global_zero and self.says:
-            from lucidyolo.engine.cpu_threads import busy_cores, usable_cores
+            from lucidyolo.engine.process.cpu_threads import busy_cores, usable_cores
 
             try:
                 load: float | None = os.getloadavg()[0]

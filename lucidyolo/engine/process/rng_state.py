@@ -9,7 +9,7 @@ at the checkpoint and putting them back before the first resumed epoch closes
 that gap for good.
 
 Stored as plain tensors and tuples so the checkpoint passes the
-``weights_only`` loader (:func:`lucidyolo.engine.checkpoint.assert_plain`).
+``weights_only`` loader (:func:`lucidyolo.engine.weights.checkpoint.assert_plain`).
 """
 
 from __future__ import annotations

@@ -61,13 +61,13 @@ class SourceWeights:
 
 def read_weights(path: Path) -> SourceWeights:
     """Read a lucid checkpoint or weights file through the weights-only loader, or a published YOLO26 file
-    through its reader that runs nothing (:mod:`lucidyolo.engine.published_weights`).
+    through its reader that runs nothing (:mod:`lucidyolo.engine.weights.published_weights`).
 
     Raises:
         UserError: an unsafe or foreign file (refused before anything in it runs), or a
             torch file that is not lucid's.
     """
-    from lucidyolo.engine.published_weights import read_model_checkpoint
+    from lucidyolo.engine.weights.published_weights import read_model_checkpoint
 
     ckpt = read_model_checkpoint(path)
     lucid = ckpt.get("lucid")

@@ -11,7 +11,7 @@ angles, polygon vertices); a task without instances but with a class per image
 The labels come from :meth:`~lucidyolo.data.source.ImageSource.all_instances`
 (no image is decoded) and every figure is one numpy call over the joined arrays:
 no loop over instances, so a COCO-size split costs tens of milliseconds.
-Numbers only: drawing lives in :mod:`lucidyolo.engine.label_plots`.
+Numbers only: drawing lives in :mod:`lucidyolo.engine.run.label_plots`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def write_label_stats(stats: Mapping[str, Any], out_dir: str | Path) -> tuple[Pa
     is copied from the label index's folder instead of drawn again: the next start on a dataset
     skips matplotlib (~0.6 s). Without an index folder (``LUCIDYOLO_LABEL_INDEX=off``) it is drawn.
     """
-    from lucidyolo.engine.label_plots import draw_label_stats
+    from lucidyolo.engine.run.label_plots import draw_label_stats
 
     out = Path(out_dir)
     target = out / "labels.json"
@@ -165,7 +165,7 @@ def _drawn_before(text: str) -> Path | None:
 
     from lucidyolo._version import __version__
     from lucidyolo.data.label_index import index_folder
-    from lucidyolo.engine import label_plots
+    from lucidyolo.engine.run import label_plots
 
     folder = index_folder()
     if folder is None:

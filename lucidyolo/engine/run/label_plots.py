@@ -1,10 +1,10 @@
-"""``labels.png``: the panels of :func:`lucidyolo.engine.label_stats.label_statistics`, one generic drawer.
+"""``labels.png``: the panels of :func:`lucidyolo.engine.run.label_stats.label_statistics`, one generic drawer.
 
 Every panel, the engine's and a task's own (``TaskSpec.label_stats``), is plain
 data of one of three kinds (bars, histogram, histogram2d) and is drawn by
 :func:`draw_panel`; nothing here knows which task produced it. matplotlib is
 imported lazily, through its object-oriented API and the Agg canvas (no
-``pyplot``), as in :mod:`lucidyolo.engine.plots`.
+``pyplot``), as in :mod:`lucidyolo.engine.run.plots`.
 """
 
 from __future__ import annotations

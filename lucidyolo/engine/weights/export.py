@@ -55,8 +55,8 @@ def run_export(
     "bytes"}`` (OpenVINO adds ``"bin"``; ``bytes`` counts both files) plus ``parity`` and ``runtime``
     when checked; ``weights`` returns :func:`export_weights`'s dict.
     """
-    from lucidyolo.engine.known_warnings import quiet_known_warnings
-    from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.engine.process.known_warnings import quiet_known_warnings
+    from lucidyolo.engine.weights.weights_source import checkpoint_file
     from lucidyolo.export.formats import FORMATS
 
     check_format(fmt, half)
@@ -73,7 +73,7 @@ def run_export(
         raise ConfigError(f"--output {out} does not end in .xml.",
                           why="an OpenVINO export is <name>.xml with <name>.bin beside it.",
                           fix=f"use e.g. --output {out.with_suffix('.xml')}")
-    from lucidyolo.engine.restore import restore
+    from lucidyolo.engine.weights.restore import restore
 
     restored = restore(checkpoint, ema=ema)
     spec = restored.spec
@@ -169,8 +169,8 @@ def export_weights(
     """
     import torch
 
-    from lucidyolo.engine.checkpoint import assert_plain, atomic_save
-    from lucidyolo.engine.published_weights import read_model_checkpoint
+    from lucidyolo.engine.weights.checkpoint import assert_plain, atomic_save
+    from lucidyolo.engine.weights.published_weights import read_model_checkpoint
 
     ckpt = read_model_checkpoint(checkpoint)
     lucid = ckpt.get("lucid")

@@ -12,10 +12,10 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
-from lucidyolo.engine.checkpoint import atomic_save, load_checkpoint
-from lucidyolo.engine.ema import ModelEMA
-from lucidyolo.engine.results_csv import results_columns, write_results_row
-from lucidyolo.engine.run_dir import RUN_DIR_ENV, RunDir
+from lucidyolo.engine.loop.ema import ModelEMA
+from lucidyolo.engine.run.results_csv import results_columns, write_results_row
+from lucidyolo.engine.run.run_dir import RUN_DIR_ENV, RunDir
+from lucidyolo.engine.weights.checkpoint import atomic_save, load_checkpoint
 
 EMA_KEY = "lucid_ema"
 
@@ -25,7 +25,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     Saving writes a temporary file and renames it: a crash never truncates
     ``last.ckpt``. Loading (``--resume``) goes through
-    :func:`lucidyolo.engine.checkpoint.load_checkpoint` (``weights_only``, an
+    :func:`lucidyolo.engine.weights.checkpoint.load_checkpoint` (``weights_only``, an
     allowlist of plain types) instead of Lightning's default loader: a crafted
     checkpoint is refused before anything in it runs, whichever path reads it.
     """
@@ -150,7 +150,7 @@ class ResultsCallback(Callback):
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.is_global_zero and self.csv_path.exists():
-            from lucidyolo.engine.plots import plot_results
+            from lucidyolo.engine.run.plots import plot_results
 
             plot_results(self.csv_path, self.run_dir)
 

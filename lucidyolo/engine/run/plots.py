@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from lucidyolo.atomic_write import atomic_open
-from lucidyolo.engine.results_csv import read_results
+from lucidyolo.engine.run.results_csv import read_results
 
 _PANELS_PER_ROW = 5
 
@@ -26,7 +26,7 @@ def plot_results(csv_path: str | os.PathLike[str], out_dir: str | os.PathLike[st
 
     Args:
         csv_path: a ``results.csv`` written by
-            :func:`lucidyolo.engine.results_csv.write_results_row`.
+            :func:`lucidyolo.engine.run.results_csv.write_results_row`.
         out_dir: destination folder (created if needed).
 
     Returns:

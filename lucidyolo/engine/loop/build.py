@@ -92,7 +92,7 @@ def build_system(
     channels_last: bool = False,
 ) -> Any:
     """The LightningModule for ``spec`` from the config (plain arguments below this point)."""
-    from lucidyolo.engine.system import TrainingSystem
+    from lucidyolo.engine.loop.system import TrainingSystem
 
     if not spec.trainable:
         from lucidyolo.errors import NotAvailableError
@@ -132,7 +132,7 @@ def build_system(
 def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: ImageSource, cuda: bool = False) -> Any:
     """The DataModule; ``data.device_hsv`` is honoured only where it can run (else warns once)."""
     from lucidyolo.data.device_hsv import resolve_device_hsv
-    from lucidyolo.engine.datamodule import TrainingDataModule
+    from lucidyolo.engine.loop.datamodule import TrainingDataModule
     from lucidyolo.optim.recipe import auto_close_mosaic
 
     d = cfg.data

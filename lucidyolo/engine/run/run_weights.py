@@ -5,7 +5,7 @@ weights, the optimizer's momentum buffers, the LR scheduler, the loop counters,
 the callbacks' state and the RNG states): about three times the model's float32
 size (a 2.4 M-parameter nano: 29.7 MB each). ``weights.pt`` is what
 ``lucid export --format weights`` writes from ``best.ckpt`` (the EMA weights, the
-config, class names and dataset meta; :func:`lucidyolo.engine.export.export_weights`,
+config, class names and dataset meta; :func:`lucidyolo.engine.weights.export.export_weights`,
 called here, not repeated): about a third of a checkpoint, for ``--model.weights``,
 ``lucid eval`` / ``predict`` / ``export --checkpoint`` and ``Model.load``.
 
@@ -25,10 +25,10 @@ WEIGHTS_FILE = "weights.pt"
 def write_run_weights(best: str | Path, run_dir: str | Path) -> dict[str, Any] | None:
     """Write ``run_dir/weights.pt`` from the checkpoint ``best``; ``None`` when ``best`` is no file.
 
-    Returns :func:`~lucidyolo.engine.export.export_weights`'s summary (``weights``, ``bytes``,
+    Returns :func:`~lucidyolo.engine.weights.export.export_weights`'s summary (``weights``, ``bytes``,
     ``checkpoint_bytes`` ...).
     """
-    from lucidyolo.engine.export import export_weights
+    from lucidyolo.engine.weights.export import export_weights
 
     source = Path(best)
     if not source.is_file():

@@ -7,7 +7,7 @@ with an HTTP ``Range`` request after an interruption). A SHA-256 given with
 ``--model.weights_sha256`` or as a ``#sha256=HEX`` suffix is checked on every
 use; a mismatch deletes a downloaded file (a local file is never deleted) and
 stops the command. Nothing here unpickles: the caller reads the file through
-:func:`lucidyolo.engine.checkpoint.load_checkpoint`.
+:func:`lucidyolo.engine.weights.checkpoint.load_checkpoint`.
 """
 
 from __future__ import annotations

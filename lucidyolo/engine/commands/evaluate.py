@@ -141,16 +141,16 @@ def run_eval(
     class-mean precision, recall and F1 there) and each ``per_class`` entry its
     ``precision`` and ``recall`` at that confidence; ``plots`` names a folder
     for the PR / F1 / P / R curves and confusion matrices, named as in a run folder
-    (``box_pr_curve.png`` ..., :func:`~lucidyolo.engine.curve_plots.plot_prefix`) for the
+    (``box_pr_curve.png`` ..., :func:`~lucidyolo.engine.run.curve_plots.plot_prefix`) for the
     default path and ``{path}_box_pr_curve.png`` ... for each other one; the report lists them in ``plots``.
     """
-    from lucidyolo.engine.known_warnings import quiet_known_warnings
+    from lucidyolo.engine.process.known_warnings import quiet_known_warnings
 
     quiet_known_warnings()
     t_start = time.perf_counter()
-    from lucidyolo.engine.build import data_root_of, open_split
-    from lucidyolo.engine.restore import restore
-    from lucidyolo.engine.weights_source import checkpoint_file
+    from lucidyolo.engine.loop.build import data_root_of, open_split
+    from lucidyolo.engine.weights.restore import restore
+    from lucidyolo.engine.weights.weights_source import checkpoint_file
     from lucidyolo.metrics.coco_backend import resolve_backend, using_backend
     from lucidyolo.metrics.coco_eval import save_results_json
 
@@ -265,7 +265,7 @@ def add_curves(paths: dict[str, Any], matches: dict[str, Any], plots: Path | Non
                 if own is not None:
                     entry["precision"], entry["recall"] = own["precision"], own["recall"]
             if plots is not None:
-                from lucidyolo.engine.curve_plots import plot_prefix, write_curve_plots
+                from lucidyolo.engine.run.curve_plots import plot_prefix, write_curve_plots
 
                 kind = plot_prefix(iou_type, plot_names)  # a run folder's names: box_pr_curve.png ...
                 prefix = kind if i == 0 else f"{plot_prefix(path)}_{kind}"  # the first path keeps the plain name
