@@ -8,7 +8,7 @@ the result conversion and the COCO scoring per path (``--coco-backend``).
 
 ``--scoring-images N`` instead times the scoring step alone, for both
 backends and all three IoU types, on a random COCO case of N images
-(``lucidyolo.metrics.coco_random_case``; 5000 is COCO val's size): no model,
+(``tests.metrics.coco_random_case``; 5000 is COCO val's size): no model,
 no images.
 
 Usage: python benchmarks/eval.py [--data-root DIR] [--img-size 640] [--batch-size 32] [--coco-backend auto]
@@ -72,7 +72,7 @@ def scoring(n_images: int) -> None:
     """Seconds (and images/s) of ``evaluate_coco`` per backend and IoU type on one random case."""
     from lucidyolo.metrics.coco_backend import faster_available
     from lucidyolo.metrics.coco_eval import evaluate_coco
-    from lucidyolo.metrics.coco_random_case import SIGMAS, only_iou_type, random_coco_case
+    from tests.metrics.coco_random_case import SIGMAS, only_iou_type, random_coco_case
 
     t0 = time.perf_counter()
     # COCO val's density: ~7 objects per image, and a young model's results reach maxDets (100) per image

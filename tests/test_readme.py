@@ -49,7 +49,7 @@ def test_quick_start_for_own_data_comes_first_after_set_up():
 
 
 def test_preset_list_is_the_packaged_presets():
-    packaged = sorted(p.name for p in (ROOT / "lucidyolo" / "config" / "presets").glob("*.yaml"))
+    packaged = sorted(p.name for p in (ROOT / "lucidyolo" / "tasks").glob("*/presets/*.yaml"))
     listed = sorted(set(re.findall(r"`([a-z_]+\.yaml)`", _section("Tasks"))))
     assert listed == packaged
 

@@ -133,3 +133,40 @@ def test_the_field_scan_catches_each_kind_of_branch():
     code = ('a = "keypoints" in fields\nb = ("rboxes",)\nc = {"polygons": 1}\nd = f.get("rboxes")\n'
             'e = x == "visibility"\n')
     assert _field_branches(ast.parse(code)) == [1, 2, 3, 5]
+
+
+NAME_WORDS = TASK_WORDS | FIELD_WORDS | {"crowd"}
+"""Every built-in task name and alias and every built-in field and attribute name."""
+
+NAME_ALLOWED = {
+    "metrics/coco_eval.py": "pycocotools' iouType 'keypoints' and the results' 'keypoints' key are COCO's words",
+    "api/prediction.py": "the Python API's familiar views (.obb, .keypoints) read the predict dicts' conventional "
+                         "keys: a task whose predictions carry them gets the views, whatever its name",
+}
+
+
+def _names_read(tree: ast.AST) -> list[int]:
+    """A string (not a docstring) or an attribute read (``t.rboxes``) that is a built-in task or field name."""
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    return sorted({
+        node.lineno for node in ast.walk(tree)
+        if (isinstance(node, ast.Constant) and node.value in NAME_WORDS and id(node) not in docstrings)
+        or (isinstance(node, ast.Attribute) and node.attr in NAME_WORDS)
+    })
+
+
+def test_nothing_outside_tasks_names_a_built_in_task_or_field():
+    """Strings and attribute reads, not only comparisons: a field's rules, codecs and scene, a task's presets
+    and parity check live in ``lucidyolo/tasks/<task>/``; the rest asks the task's roles and its fields."""
+    found = _scan_outside(("tasks/",), NAME_ALLOWED, _names_read)
+    assert not found, f"built-in task or field names outside lucidyolo/tasks/ (file: lines): {found}"
+
+
+def test_the_name_scan_catches_strings_and_attribute_reads():
+    code = ('"""rboxes"""\nx = t.rboxes\ny = {"polygons": 1}\nz = gt.get("crowd")\n'
+            'def f():\n    """det"""\n    return "seg"\nw = t.boxes\n')
+    assert _names_read(ast.parse(code)) == [2, 3, 4, 7]

@@ -253,9 +253,9 @@ class Model:
                     and not (isinstance(data, dict) and any(k in data for k in DataConfig.source_keys())))
         if embedded:  # the embedded default of `lucid fit TASK`: a short recipe on the task's synthetic set
             configs = [spec.synthetic_preset]  # type: ignore[list-item]
-        from lucidyolo.tasks.registry import get_task
+        from lucidyolo.tasks.registry import get_task, preset_packages
 
-        cfg = resolve_config(spec, configs, merged, root, get_task=get_task)
+        cfg = resolve_config(spec, configs, merged, root, get_task=get_task, other_presets=preset_packages())
         missing = spec.missing_hooks(*spec.FIT_HOOKS)
         if missing:
             raise NotAvailableError(

@@ -9,6 +9,7 @@ import typer
 
 from lucidyolo.cli.tile import app as tile_app
 from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
+from lucidyolo.tasks.default import DEFAULT_TASK
 
 app = typer.Typer(help="Check, generate and download datasets.", no_args_is_help=True, add_completion=False, cls=HabitGroup)
 app.add_typer(tile_app, name="tile", help="Cut large scenes into training tiles.")
@@ -122,7 +123,7 @@ def _print_report(report) -> None:
 @app.command("synth", cls=HabitCommand)
 def synth(
     out: Path = typer.Option(..., "--out", help="Folder to write (must be empty or absent)."),
-    task: str = typer.Option("det", "--task", help="Task name or alias (its fields pick the scene and labels)."),
+    task: str = typer.Option(DEFAULT_TASK, "--task", help="Task name or alias (its fields pick the scene and labels)."),
     images: int = typer.Option(64, "--images", help="Total images (train + val)."),
     img_size: int = typer.Option(320, "--img-size", help="Square image side in pixels."),
     seed: int = typer.Option(0, "--seed"),

@@ -41,7 +41,7 @@ def fit(
     from lucidyolo.config.resolve import config_to_yaml, resolve_config
     from lucidyolo.config.schema import DataConfig
     from lucidyolo.errors import NotAvailableError
-    from lucidyolo.tasks.registry import get_task
+    from lucidyolo.tasks.registry import get_task, preset_packages
 
     spec = get_task(task)
     from lucidyolo.cli.vocabulary import command_options
@@ -61,7 +61,7 @@ def fit(
     )
     if embedded:  # the embedded default: a short recipe on the built-in synthetic set
         config = [spec.synthetic_preset]  # type: ignore[list-item]
-    cfg = resolve_config(spec, config, overrides, data_root, get_task=get_task)
+    cfg = resolve_config(spec, config, overrides, data_root, get_task=get_task, other_presets=preset_packages())
     if print_config:
         console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
         return

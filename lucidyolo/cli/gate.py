@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
+from lucidyolo.tasks.default import DEFAULT_TASK
 
 app = typer.Typer(no_args_is_help=True, cls=HabitGroup)
 
@@ -15,7 +16,7 @@ app = typer.Typer(no_args_is_help=True, cls=HabitGroup)
 @app.command("overfit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, cls=HabitCommand)
 def overfit(
     ctx: typer.Context,
-    task: str = typer.Option("det", "--task", help="Task to gate (name or alias)."),
+    task: str = typer.Option(DEFAULT_TASK, "--task", help="Task to gate (name or alias)."),
     epochs: int | None = typer.Option(None, "--epochs", help="Override the recipe's epochs (default: the task's gate recipe)."),
     images: int | None = typer.Option(None, "--images", help="Synthetic slice size (default: the task's gate recipe)."),
     img_size: int | None = typer.Option(None, "--img-size", help="Input size (default 320)."),

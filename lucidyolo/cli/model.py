@@ -7,6 +7,7 @@ import json
 import typer
 
 from lucidyolo.cli.vocabulary import HabitCommand, HabitGroup
+from lucidyolo.tasks.default import DEFAULT_TASK
 
 app = typer.Typer(help="Inspect YOLO26 model variants.", no_args_is_help=True, cls=HabitGroup)
 
@@ -19,7 +20,7 @@ def model() -> None:
 @app.command(cls=HabitCommand)
 def summary(
     variant: str = typer.Option("n", "--variant", "-v", help="Variant: n, s, m, l or x."),
-    task: str = typer.Option("det", "--task", help="Task name or alias (`lucid plugins` lists them)."),
+    task: str = typer.Option(DEFAULT_TASK, "--task", help="Task name or alias (`lucid plugins` lists them)."),
     num_classes: int = typer.Option(80, "--num-classes", help="Number of classes."),
     img_size: int = typer.Option(640, "--img-size", help="Square input size in pixels (multiple of 32)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),

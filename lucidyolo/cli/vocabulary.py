@@ -27,6 +27,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from lucidyolo.errors import ConfigError
+from lucidyolo.tasks.default import DEFAULT_TASK
 
 T = TypeVar("T")
 
@@ -136,7 +137,7 @@ class HabitGroup(TyperGroup):
         except _UsageError:
             from lucidyolo.config.habits import command_for
 
-            found = command_for(args[:2], _task_named) if args and ctx.parent is None else None
+            found = command_for(args[:2], _task_named, DEFAULT_TASK) if args and ctx.parent is None else None
             if found is None:
                 raise
             command, why, example = found

@@ -207,8 +207,9 @@ def _model_word(value: str | None, options: Collection[str], config_keys: bool) 
         if published is not None:
             # the suffix (-seg, -obb, -pose) is a task name or alias `lucid fit` takes; none is the publisher's
             # detection model (the config layer does not consult the task registry)
-            task = (published.group(2) or "det").lower()
-            why += f" {name} is the {task} model of variant {published.group(1).lower()!r} (`lucid fit {task}`)."
+            variant, suffix = published.group(1).lower(), (published.group(2) or "").lower()
+            why += (f" {name} is the {suffix} model of variant {variant!r} (`lucid fit {suffix}`)." if suffix else
+                    f" {name} is the publisher's detection model of variant {variant!r}.")
         return Suggestion("model.weights", why, True)
     if value.lower() in ("n", "s", "m", "l", "x"):
         return Suggestion("model.variant", HABITS["model"].why, True, value.lower())
@@ -280,7 +281,7 @@ _EXAMPLE = {"fit": "{task} --data-root DIR", "eval": "--checkpoint RUN_DIR --dat
 
 
 def command_for(words: Collection[str], task_of: Callable[[str], str | None] = lambda _word: None,
-                ) -> tuple[str, str, str] | None:
+                default_task: str = "TASK") -> tuple[str, str, str] | None:
     """Our command for another trainer's first words, or None: ``(command, why, example)``.
 
     ``train`` -> ``lucid fit``; ``val`` -> ``lucid eval``; ``detect train`` -> ``lucid fit det`` (the task is
@@ -297,5 +298,5 @@ def command_for(words: Collection[str], task_of: Callable[[str], str | None] = l
     if task is not None:
         typed = f"{first} {rest[0]}" if rest else first
         why = f"`{typed}` is another trainer's order (task, then mode); here the command comes first: " + why
-    example = f"lucid {ours} " + _EXAMPLE[ours].format(task=task or "det")
+    example = f"lucid {ours} " + _EXAMPLE[ours].format(task=task or default_task)
     return command, why, example

@@ -1,4 +1,4 @@
-"""Packaged presets (shipped in the wheel) and user config files."""
+"""Packaged presets (shipped in the wheel, each in its task's package) and user config files."""
 
 from __future__ import annotations
 
@@ -12,18 +12,15 @@ import yaml
 
 from lucidyolo.errors import ConfigError
 
-PACKAGED = "lucidyolo.config"
-"""The package whose ``presets/`` folder holds lucidyolo's own presets."""
-
 
 def _preset_dir(package: str) -> Any:
     return resources.files(package).joinpath("presets")
 
 
 def preset_names(packages: Sequence[str] = ()) -> list[str]:
-    """File names of the presets of lucidyolo and of ``packages`` (plugins), e.g. ``det_nano_smoke.yaml``."""
+    """File names of the presets of ``packages`` (a task's ``presets_package``), e.g. ``det_nano_smoke.yaml``."""
     names: set[str] = set()
-    for package in (PACKAGED, *packages):
+    for package in packages:
         folder = _preset_dir(package)
         if folder.is_dir():
             names.update(p.name for p in folder.iterdir() if p.name.endswith(".yaml"))
@@ -58,7 +55,7 @@ def is_preset_name(name: str) -> bool:
 
 
 def load_config_source(name: str, packages: Sequence[str] = ()) -> tuple[dict[str, Any], bool]:
-    """Read a preset by bare name (lucidyolo's, then those of ``packages``) or a user file by path.
+    """Read a preset by bare name (among those of ``packages``) or a user file by path.
 
     Returns:
         the mapping and whether it came from a packaged preset.
@@ -67,7 +64,7 @@ def load_config_source(name: str, packages: Sequence[str] = ()) -> tuple[dict[st
         names = preset_names(packages)
         candidates = [name, f"{name}.yaml"]
         for cand in candidates:
-            for package in (PACKAGED, *packages):
+            for package in packages:
                 path = _preset_dir(package).joinpath(cand)
                 if path.is_file():
                     return _read_yaml(path.read_text(), f"preset {cand}"), True

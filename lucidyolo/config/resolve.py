@@ -10,7 +10,7 @@ the task layer: the caller hands the spec in.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -139,6 +139,7 @@ def resolve_config(
     overrides: dict[str, Any] | None = None,
     data_root: Path | None = None,
     get_task: Any = None,
+    other_presets: Sequence[str] = (),
 ) -> RunConfig:
     """Merge and validate a run configuration for ``spec``.
 
@@ -150,11 +151,14 @@ def resolve_config(
         get_task: resolver (the registry's ``get_task``) for a ``model.task`` found in a config that is
             neither the task's name nor an alias, to name that task in the error; without it the name is
             quoted as written.
+        other_presets: the other tasks' preset packages, searched after the task's own: a preset written
+            for another task is then found and refused by its ``model.task``, naming that task.
 
     Raises:
         ConfigError: unknown keys, bad values, a config for another task, a rule violation.
     """
-    packages = (spec.presets_package,) if spec.presets_package else ()
+    own = (spec.presets_package,) if spec.presets_package else ()
+    packages = (*own, *(p for p in other_presets if p not in own))
     loaded = [load_config_source(name, packages) for name in configs or []]
     merged: dict[str, Any] = {}
     for data, _ in [x for x in loaded if x[1]] + [x for x in loaded if not x[1]]:

@@ -52,7 +52,7 @@ class StrictModel(BaseModel):
 class ModelConfig(StrictModel):
     """Options shared by every task. Topology is never here: ``variant`` names a scale-table row."""
 
-    task: str = Field("det", description="task name (a registered task plugin)")
+    task: str = Field("", description="task name (a registered task plugin; each task's section sets its own)")
     variant: Variant = Field("n", description="row of the scale table: n, s, m, l, x")
     num_classes: int | Literal["auto"] = Field(
         "auto", description="'auto' reads the dataset's class list; a number must match it"

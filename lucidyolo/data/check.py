@@ -103,26 +103,28 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
     from lucidyolo.data.layouts import coco_candidates, detect_families
     from lucidyolo.structures.fields import registered_fields
 
+    candidates = sorted(registered_fields(), key=lambda f: -f.guess_priority)  # stable: ties keep their order
+
     try:
         fam = detect_families(data_root, "train", ())
     except DataError:
         return ()
     if "dota" in fam and layout in (None, "dota"):  # the field the DOTA reader fills from a row's corners
-        return next((f.attr_names for f in registered_fields() if f.dota is not None), ())
+        return next((f.attr_names for f in candidates if f.dota is not None), ())
     if "yolo" in fam and layout in (None, "yolo"):
         from lucidyolo.data.yolo import label_path_for, list_split, parse_yolo_yaml
 
         spec = parse_yolo_yaml(fam["yolo"].yaml)  # type: ignore[arg-type]
-        declared = next((f for f in registered_fields() if f.yolo and f.yolo.declares and f.yolo.declares(spec.raw)), None)
+        declared = next((f for f in candidates if f.yolo and f.yolo.declares and f.yolo.declares(spec.raw)), None)
         if declared is not None:  # the yaml names the row format itself (kpt_shape)
             return declared.attr_names
         try:
             images = [Path(f) for f in list_split(spec, "train").files[:50]]
         except DataError:
             return ()
-        # the first field (in registration order: rotated boxes before polygons) whose row rule,
+        # the first field (by guess priority: rotated boxes before polygons) whose row rule,
         # needing no meta from the yaml, accepts the row; a 5-number row is a box
-        ruled = [f for f in registered_fields() if f.yolo is not None and f.yolo.meta is None]
+        ruled = [f for f in candidates if f.yolo is not None and f.yolo.meta is None]
         for img in images:
             lab = label_path_for(img)
             if lab.is_file():
@@ -136,7 +138,7 @@ def infer_fields(data_root: Path, layout: str | None = None) -> tuple[str, ...]:
         return ()
     if "coco" not in fam and data_root.is_dir():
         # a COCO root found under a field's own annotation-file prefix (person_keypoints_*.json)
-        for f in registered_fields():
+        for f in candidates:
             if f.coco is None or f.coco.ann_prefix is None:
                 continue
             for _, img, ann in coco_candidates(data_root, "train", (f.name,)):

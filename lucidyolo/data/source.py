@@ -338,15 +338,20 @@ class ImageSource:
             return self._all.clone(), image_index
         return self._all.filter(self._counted), image_index[self._counted]
 
-    def polygon_sizes_per_image(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(points, rings)``: two ``(N_images,)`` int64 arrays, polygon points and rings of every image (zeros without polygons)."""
-        p = self._all.polygons
-        if p is None:
-            zeros = np.zeros(len(self), np.int64)
-            return zeros, zeros.copy()
-        # rings are stored in owner order (see targets()), so each image's rings are one contiguous run
-        bounds = np.searchsorted(p.ring_owner, self._inst_offsets, side="left")
-        return np.diff(p.ring_offsets[bounds]).astype(np.int64), np.diff(bounds).astype(np.int64)
+    def ragged_sizes_per_image(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(points, rings)``: two ``(N_images,)`` int64 arrays, the points and rings every image's ragged
+        attributes hold (outline rings; zeros for a source without ragged attributes)."""
+        points, rings = np.zeros(len(self), np.int64), np.zeros(len(self), np.int64)
+        for spec in self._all.present_fields():
+            for attr in spec.attrs:
+                p = getattr(self._all, attr.name) if attr.ragged else None
+                if p is None:
+                    continue
+                # rings are stored in owner order (see targets()), so each image's rings are one contiguous run
+                bounds = np.searchsorted(p.ring_owner, self._inst_offsets, side="left")
+                points += np.diff(p.ring_offsets[bounds]).astype(np.int64)
+                rings += np.diff(bounds).astype(np.int64)
+        return points, rings
 
     def all_hw(self) -> np.ndarray:
         """``(N_images, 2)`` int32 ``(h, w)`` of every image (read-only view)."""

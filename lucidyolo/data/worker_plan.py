@@ -106,16 +106,18 @@ def largest_batch_nbytes(
         mosaic, mixup, copy_paste: whether those steps can fire (probability > 0).
         float_images: device-HSV transport (float32 images + gains).
     """
-    from lucidyolo.data.augment.copy_paste import PASTED_FIELD
+    from lucidyolo.data.augment.copy_paste import cutout_field
+    from lucidyolo.structures.fields import field_specs
     from lucidyolo.structures.packed import packed_nbytes
 
     factor = 1
     if train:
         factor *= 4 if mosaic else 1
         factor *= 2 if mixup else 1
-        factor *= 2 if copy_paste and PASTED_FIELD in fields else 1  # copy-paste doubles the instances it can cut out
+        # copy-paste doubles the instances it can cut out
+        factor *= 2 if copy_paste and cutout_field(field_specs(fields)) is not None else 1
     counts = source.instances_per_image()  # type: ignore[attr-defined]
-    points, rings = source.polygon_sizes_per_image()  # type: ignore[attr-defined]
+    points, rings = source.ragged_sizes_per_image()  # type: ignore[attr-defined]
     most = lambda a: int(a.max()) if len(a) else 0  # noqa: E731
     return packed_nbytes(
         fields, batch_size, img_size, most(counts) * factor, float_images=float_images,

@@ -2,8 +2,8 @@
 
 A task's ``ExportSpec.check`` compares PyTorch with the exported file through
 :func:`run_exported` (the built-in tasks reach it through
-:func:`lucidyolo.export.onnx.onnx_parity`, :func:`~lucidyolo.export.onnx.mask_parity`
-and :func:`~lucidyolo.export.onnx.keypoint_parity`), which picks the runtime from the
+:func:`lucidyolo.export.onnx.onnx_parity` and their own parity checks in their packages),
+which picks the runtime from the
 file: ``.xml`` OpenVINO, ``.onnx`` onnxruntime, a zip archive of another name TorchScript. The
 check itself does not change with the format.
 """

@@ -104,8 +104,8 @@ class DetectionCriterion(nn.Module):
                 ltrb in stride units and ``logits (B, A, C)``; ``anchors (A, 2)`` px;
                 ``strides (A,)``.
             targets: padded GT: ``boxes (B, M, 4)`` xyxy px, ``labels (B, M)`` long,
-                ``mask (B, M)`` bool, optionally ``crowd (B, M)`` bool: crowd regions
-                are ignore regions and never take part in assignment (as if absent).
+                ``mask (B, M)`` bool, optionally ``ignore (B, M)`` bool: ignore regions
+                (COCO crowd) never take part in assignment (as if absent).
             alpha: o2m weight, :meth:`epoch_weight` of the current epoch.
 
         Returns:
@@ -114,8 +114,8 @@ class DetectionCriterion(nn.Module):
                 ``box``, ``cls``, ``l1`` (all before gains except the totals).
         """
         anchors, strides = outputs["anchors"], outputs["strides"]
-        if "crowd" in targets:
-            targets = {**targets, "mask": targets["mask"] & ~targets["crowd"]}
+        if "ignore" in targets:
+            targets = {**targets, "mask": targets["mask"] & ~targets["ignore"]}
         shared = {key: outputs[key] for key in self.branch_inputs}
         o2m = self.branch_terms({**outputs["o2m"], **shared}, self.o2m_assigner, anchors, strides, targets)
         o2o = self.branch_terms({**outputs["o2o"], **shared}, self.o2o_assigner, anchors, strides, targets)

@@ -18,7 +18,7 @@ def list_models(pattern: str = "*") -> list[str]:
 
 
 def create_model(
-    variant: str = "n", num_classes: int = 80, extra_stems: Sequence[StemSpec] = (), label: str = "det",
+    variant: str = "n", num_classes: int = 80, extra_stems: Sequence[StemSpec] = (), label: str = "",
     class_width: int | None = None,
 ) -> YOLO26:
     """Build a randomly initialised YOLO26 model.

@@ -58,7 +58,7 @@ class YOLO26(Trunk):
         task: task name, kept for summaries and checkpoints.
     """
 
-    def __init__(self, scale: Scale, stems: Sequence[StemSpec], variant: str = "", task: str = "det") -> None:
+    def __init__(self, scale: Scale, stems: Sequence[StemSpec], variant: str = "", task: str = "") -> None:
         super().__init__(scale, neck=True)
         self.scale = scale
         self.variant = variant

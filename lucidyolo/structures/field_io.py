@@ -65,6 +65,11 @@ class YoloRows:
     declares: Callable[[Mapping[str, Any]], bool] | None = None
 
 
+def xy_scale(hw: tuple[int, int]) -> np.ndarray:
+    """``(2,)`` float64 ``(w, h)`` of an image ``hw = (h, w)``: multiplies normalised ``x, y`` into pixels."""
+    return np.array([hw[1], hw[0]], np.float64)
+
+
 def stack_rows(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
     """Rows of one width as ``(N, width)`` float64 (``(0, width)`` for none)."""
     return np.stack(rows).astype(np.float64) if rows else np.zeros((0, width), np.float64)

@@ -18,9 +18,12 @@ none of them names one.
 
 Rules run in loader workers: they are module-level functions (they pickle)
 and numpy only; ``unpack`` rules take torch tensors (imported lazily).
-Plugins register their fields at import of their hooks module with
-:func:`register_field`; a worker re-imports that module when it unpickles the
-plugin's hooks, so the registration is present there too.
+A field is declared through the ``lucidyolo.fields`` entry-point group (the
+built-in ones by their tasks: ``lucidyolo/tasks/<task>/fields.py``) and imported
+the first time any process asks for it, or registered with
+:func:`register_field` when a plugin's module is imported (a worker re-imports
+that module when it unpickles the plugin's hooks, so the registration is
+present there too). Nothing here names a field.
 """
 
 from __future__ import annotations
@@ -31,18 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from lucidyolo.structures.coco_annotations import CROWD_COCO, POLYGON_COCO, POSE_COCO, RBOX_COCO
 from lucidyolo.structures.field_io import CocoRule, YoloRows
-from lucidyolo.structures.geometry import (
-    affine_points,
-    canonicalize_rboxes,
-    corners_to_polygons,
-    corners_to_rbox,
-    hflip_rboxes,
-    similarity_of,
-)
 from lucidyolo.structures.polygons import Polygons
-from lucidyolo.structures.yolo_rows import POLYGON_ROWS, POSE_ROWS, RBOX_ROWS
 
 CORE_ATTRS = ("boxes", "labels", "difficult")
 """Attributes every :class:`Targets` has; fields may not claim them."""
@@ -201,6 +194,12 @@ class FieldSpec:
         dota: ``dota(corners) -> values``: the field from a DOTA row's four
             corners ``(N, 4, 2)`` float32 pixels (already clipped to the image);
             ``None``: the DOTA reader cannot fill it.
+        cutout: ``cutout(values) -> rings``: the outline rings (``(n, 2)`` float pixels, at least 3
+            points each) of the values' instances, through which copy-paste cuts a pasted
+            instance's pixels out; ``None``: copy-paste does not fire for the field.
+        guess_priority: when several fields read the same files (a DOTA row's four corners, a YOLO
+            row of 8 numbers), ``lucid data check`` without ``--task`` guesses the one with the highest
+            priority (fields load in no fixed order).
         meta_keys: dataset-meta keys the field needs (``num_keypoints``, ``flip_idx``);
             readers fill them (``YoloRows.meta``) and ``lucid fit`` saves them.
         synth: how the synthetic set draws and labels a task with this field:
@@ -225,6 +224,8 @@ class FieldSpec:
     yolo: YoloRows | None = None
     coco: CocoRule | None = None
     dota: Callable[[np.ndarray], Values] | None = None
+    cutout: Callable[[Values], list[np.ndarray]] | None = None
+    guess_priority: int = 0
     meta_keys: tuple[str, ...] = field(default=())
     synth: str | None = None
 
@@ -235,6 +236,36 @@ class FieldSpec:
 
 _FIELDS: dict[str, FieldSpec] = {}
 _ATTRS: dict[str, tuple[FieldSpec, AttrSpec]] = {}
+
+FIELD_GROUP = "lucidyolo.fields"
+"""The entry-point group that declares fields by name (``rboxes = "pkg.module:FIELD"``): a field is
+imported the first time it is asked for, in any process (loader workers too). The built-in fields are
+declared there by their tasks; a plugin may declare its own, or call :func:`register_field` at import."""
+
+_declared_loaded = False
+_declared_errors: dict[str, str] = {}
+
+
+def _load_declared() -> None:
+    """Import every field declared in :data:`FIELD_GROUP` (once per process; a broken one is remembered)."""
+    global _declared_loaded
+    if _declared_loaded:
+        return
+    _declared_loaded = True  # first: a field module imports this one
+    from importlib.metadata import entry_points
+
+    seen: set[tuple[str, str]] = set()
+    for ep in entry_points(group=FIELD_GROUP):
+        if (ep.name, ep.value) in seen:  # editable installs list an entry point twice
+            continue
+        seen.add((ep.name, ep.value))
+        try:
+            obj = ep.load()
+        except Exception as exc:  # one broken plugin must not hide the other fields
+            _declared_errors[ep.name] = f"{ep.value}: {type(exc).__name__}: {exc}"
+            continue
+        if isinstance(obj, FieldSpec):
+            register_field(obj)
 
 
 def register_field(spec: FieldSpec) -> None:
@@ -259,16 +290,25 @@ def register_field(spec: FieldSpec) -> None:
         _ATTRS[a.name] = (spec, a)
 
 
+def _lookup(name: str) -> FieldSpec | None:
+    return _FIELDS.get(name) or (_ATTRS[name][0] if name in _ATTRS else None)
+
+
 def get_field(name: str) -> FieldSpec:
-    """The spec of a field by its name (or by one of its attribute names)."""
-    spec = _FIELDS.get(name) or (_ATTRS[name][0] if name in _ATTRS else None)
+    """The spec of a field by its name (or by one of its attribute names), imported from its entry point if need be."""
+    spec = _lookup(name)
     if spec is None:
-        raise KeyError(f"instance field {name!r} is not registered (known: {', '.join(sorted(_FIELDS))})")
+        _load_declared()
+        spec = _lookup(name)
+    if spec is None:
+        broken = f"; its declaration failed to load: {_declared_errors[name]}" if name in _declared_errors else ""
+        raise KeyError(f"instance field {name!r} is not registered (known: {', '.join(sorted(_FIELDS))}){broken}")
     return spec
 
 
 def registered_fields() -> tuple[FieldSpec, ...]:
-    """Every registered field, in registration order (built-ins first)."""
+    """Every field: the declared ones (imported now if need be) and those registered at import, in registration order."""
+    _load_declared()
     return tuple(_FIELDS.values())
 
 
@@ -282,14 +322,22 @@ def field_specs(fields: Sequence[str | FieldSpec]) -> tuple[FieldSpec, ...]:
     return tuple(out)
 
 
+def _attr(name: str) -> tuple[FieldSpec, AttrSpec] | None:
+    hit = _ATTRS.get(name)
+    if hit is None and not _declared_loaded:
+        _load_declared()
+        hit = _ATTRS.get(name)
+    return hit
+
+
 def attr_spec(name: str) -> AttrSpec | None:
     """The registered attribute ``name``, or ``None``."""
-    hit = _ATTRS.get(name)
+    hit = _attr(name)
     return None if hit is None else hit[1]
 
 
 def field_of_attr(name: str) -> FieldSpec | None:
-    hit = _ATTRS.get(name)
+    hit = _attr(name)
     return None if hit is None else hit[0]
 
 
@@ -300,164 +348,3 @@ def pad_rows(values: Any, image_of: Any, slot: Any, batch: int, m: int, fill: fl
     out = torch.full((batch, m, *values.shape[1:]), fill, dtype=values.dtype, device=values.device)
     out[image_of, slot] = values
     return out
-
-
-# ---------------------------------------------------------------------- rboxes
-def _rboxes_affine(v: Values, m: np.ndarray) -> Values:
-    m = np.asarray(m, np.float64)
-    # A mirror is a similarity too: undo it (x -> -x) before reading scale and turn, and a box's axis at
-    # theta mirrors to -theta (an axis, not a direction). The flip check compares the flip rule with this.
-    mirrored = bool(np.linalg.det(m[:, :2]) < 0)
-    unmirrored = m * np.array([-1.0, 1.0, 1.0]) if mirrored else m
-    scale, turn = similarity_of(unmirrored)  # a rotated box stays one only under a similarity
-    r = v["rboxes"].copy()
-    r[:, :2] = affine_points(r[:, :2], m)
-    r[:, 2:4] *= scale
-    if turn or mirrored:
-        r[:, 4] = (-r[:, 4] if mirrored else r[:, 4]) + turn
-        return {"rboxes": canonicalize_rboxes(r)}
-    return {"rboxes": r.astype(np.float32)}
-
-
-def _rboxes_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
-    return {"rboxes": hflip_rboxes(v["rboxes"], right)}
-
-
-def _pack_rboxes(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
-    rows = [np.zeros((int(c), 5), np.float32) if v["rboxes"] is None else v["rboxes"] for v, c in zip(values, counts, strict=True)]
-    return {"rboxes": np.concatenate(rows or [np.zeros((0, 5), np.float32)]).astype(np.float32).reshape(-1, 5)}
-
-
-def _unpack_rboxes(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m: int) -> dict[str, Any]:
-    return {"rboxes": pad_rows(t["rboxes"], image_of, slot, batch, m)}
-
-
-# ------------------------------------------------------------------- keypoints
-def _keypoints_affine(v: Values, m: np.ndarray) -> Values:
-    return {"keypoints": affine_points(v["keypoints"], m), "visibility": v["visibility"]}
-
-
-def _keypoints_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
-    flip_idx = meta.get("flip_idx")
-    if flip_idx is None:
-        raise ValueError("keypoints cannot be flipped without flip_idx")
-    idx = np.asarray(flip_idx, dtype=np.int64)
-    kp = v["keypoints"].copy()
-    kp[..., 0] = right - kp[..., 0]
-    vis = v["visibility"]
-    return {"keypoints": kp[:, idx], "visibility": None if vis is None else vis[:, idx]}
-
-
-def _keypoints_can_flip(meta: Mapping[str, Any]) -> bool:
-    return meta.get("flip_idx") is not None
-
-
-def _keypoints_clip(v: Values, region: tuple[float, float, float, float]) -> Values:
-    kp, vis = v["keypoints"], v["visibility"]
-    if kp is None or vis is None or not kp.size:
-        return v
-    inside = (kp[..., 0] >= region[0]) & (kp[..., 0] < region[2]) & (kp[..., 1] >= region[1]) & (kp[..., 1] < region[3])
-    return {"keypoints": kp, "visibility": np.where(inside, vis, 0.0).astype(np.float32)}  # points kept, marked absent
-
-
-def _pack_keypoints(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
-    k = next((v["keypoints"].shape[1] for v in values if v["keypoints"] is not None), 0)
-    kp = [np.zeros((int(c), k, 2), np.float32) if v["keypoints"] is None else v["keypoints"] for v, c in zip(values, counts, strict=True)]
-    vis = [np.zeros((int(c), k), np.float32) if v["visibility"] is None else v["visibility"] for v, c in zip(values, counts, strict=True)]
-    return {
-        "keypoints": np.concatenate(kp or [np.zeros((0, k, 2), np.float32)]).astype(np.float32).reshape(-1, k, 2),
-        "visibility": np.concatenate(vis or [np.zeros((0, k), np.float32)]).astype(np.float32).reshape(-1, k),
-    }
-
-
-def _unpack_keypoints(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m: int) -> dict[str, Any]:
-    return {
-        "keypoints": pad_rows(t["keypoints"], image_of, slot, batch, m),
-        "visibility": pad_rows(t["visibility"], image_of, slot, batch, m),
-    }
-
-
-# -------------------------------------------------------------------- polygons
-def _polygons_affine(v: Values, m: np.ndarray) -> Values:
-    p = v["polygons"].clone()
-    if p.points.size:
-        p.points = affine_points(p.points, m)
-    return {"polygons": p}
-
-
-def _polygons_flip(v: Values, right: float, meta: Mapping[str, Any]) -> Values:
-    p = v["polygons"].clone()
-    if p.points.size:
-        p.points[:, 0] = right - p.points[:, 0]
-    return {"polygons": p}
-
-
-def _pack_polygons(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
-    """Rings stay ragged: points, ring lengths and a batch-global owner index (never dense masks)."""
-    shift = np.concatenate([[0], np.cumsum(counts)])[:-1]
-    polys = [(v["polygons"], s) for v, s in zip(values, shift, strict=True) if v["polygons"] is not None]
-    return {
-        "poly_points": np.concatenate([p.points for p, _ in polys] or [np.zeros((0, 2), np.float32)]).astype(np.float32).reshape(-1, 2),
-        "poly_ring_lengths": np.concatenate([p.ring_lengths() for p, _ in polys] or [np.zeros(0, np.int64)]).astype(np.int64),
-        "poly_ring_owner": np.concatenate([p.ring_owner + s for p, s in polys] or [np.zeros(0, np.int64)]).astype(np.int64),
-    }
-
-
-def _unpack_polygons(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m: int) -> dict[str, Any]:
-    owner = t["poly_ring_owner"]
-    n = image_of.shape[0]
-    return {
-        "poly_points": t["poly_points"],
-        "poly_ring_lengths": t["poly_ring_lengths"],
-        "poly_ring_image": image_of[owner] if n else owner,
-        "poly_ring_slot": slot[owner] if n else owner,
-    }
-
-
-def _pack_crowd(values: Sequence[Values], counts: np.ndarray) -> dict[str, np.ndarray]:
-    rows = [np.zeros(int(c), bool) if v["crowd"] is None else v["crowd"] for v, c in zip(values, counts, strict=True)]
-    return {"crowd": np.concatenate(rows or [np.zeros(0, bool)]).astype(bool)}
-
-
-def _unpack_crowd(t: Mapping[str, Any], image_of: Any, slot: Any, batch: int, m: int) -> dict[str, Any]:
-    return {"crowd": pad_rows(t["crowd"], image_of, slot, batch, m, False)}
-
-
-register_field(FieldSpec(
-    name="crowd",  # COCO iscrowd regions: boxes to ignore, carried so the epoch metric scores like pycocotools
-    attrs=(AttrSpec("crowd", np.bool_, (), fill=False, fill_missing=True, ignore_region=True),),
-    packed=("crowd",),
-    pack=_pack_crowd, unpack=_unpack_crowd,
-    coco=CROWD_COCO,
-))
-register_field(FieldSpec(
-    name="rboxes",
-    attrs=(AttrSpec("rboxes", np.float32, (5,)),),
-    packed=("rboxes",),
-    pack=_pack_rboxes, unpack=_unpack_rboxes,
-    affine=_rboxes_affine, flip=_rboxes_flip,
-    yolo=RBOX_ROWS, coco=RBOX_COCO, dota=lambda corners: {"rboxes": corners_to_rbox(corners)},
-    synth="lucidyolo.tasks.obb.synthetic:SCENE",
-))
-register_field(FieldSpec(
-    name="keypoints",
-    attrs=(
-        AttrSpec("keypoints", np.float32, (None, 2), meta_dims=("num_keypoints",)),
-        AttrSpec("visibility", np.float32, (None,), meta_dims=("num_keypoints",)),
-    ),
-    packed=("keypoints", "visibility"),
-    pack=_pack_keypoints, unpack=_unpack_keypoints,
-    affine=_keypoints_affine, flip=_keypoints_flip, can_flip=_keypoints_can_flip, clip=_keypoints_clip,
-    yolo=POSE_ROWS, coco=POSE_COCO,
-    meta_keys=("num_keypoints", "flip_idx"),
-    synth="lucidyolo.tasks.keypoints.synthetic:SCENE",
-))
-register_field(FieldSpec(
-    name="polygons",
-    attrs=(AttrSpec("polygons", ragged=True),),
-    packed=("poly_points", "poly_ring_lengths", "poly_ring_owner"),
-    pack=_pack_polygons, unpack=_unpack_polygons,
-    affine=_polygons_affine, flip=_polygons_flip,
-    yolo=POLYGON_ROWS, coco=POLYGON_COCO, dota=lambda corners: {"polygons": corners_to_polygons(corners)},
-    synth="lucidyolo.tasks.segment.synthetic:SCENE",
-))

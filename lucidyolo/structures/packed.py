@@ -14,6 +14,7 @@ float32 until its colour transform has run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -216,7 +217,9 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
             ``rboxes (B, M, 5)``; ``keypoints (B, M, K, 2)`` and ``visibility
             (B, M, K)``; ``poly_points (P, 2)``, ``poly_ring_lengths (R,)``,
             ``poly_ring_image (R,)``, ``poly_ring_slot (R,)`` (rasterised by the
-            task after transfer). ``M`` is the largest count (may be 0).
+            task after transfer); ``ignore (B, M)`` bool, the slots an
+            ignore-region attribute marks (COCO crowd), when a field has one.
+            ``M`` is the largest count (may be 0).
         meta: ``index (B,)`` long, ``orig_hw (B, 2)`` long, ``letterbox (B, 3)``
             float64 ``scale, pad_x, pad_y``; kept on the CPU (used for mapping
             predictions back, no device sync needed).
@@ -248,8 +251,12 @@ def unpack(batch: PackedBatch, device: torch.device | str | None = None, non_blo
         "mask": pad_rows(torch.ones(n, dtype=torch.bool, device=counts.device), image_of, slot, b, m, False),
         "difficult": pad_rows(batch.difficult, image_of, slot, b, m, False),
     }
-    for spec in field_specs(batch.fields_order):
+    specs = field_specs(batch.fields_order)
+    for spec in specs:
         gt.update(spec.unpack(batch.fields, image_of, slot, b, m))
+    ignore = [gt[a.name] for spec in specs for a in spec.attrs if a.ignore_region and a.name in gt]
+    if ignore:  # one key the assigners read, whichever field marks the regions
+        gt["ignore"] = functools.reduce(torch.logical_or, ignore)
     return images, gt, meta
 
 

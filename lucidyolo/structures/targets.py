@@ -86,22 +86,15 @@ class Targets:
                 out.append(f)
         return tuple(out)
 
-    @property
-    def num_keypoints(self) -> int | None:
-        kp = self.extra.get("keypoints")
-        return None if kp is None else int(kp.shape[1])
-
     # ----------------------------------------------------------------- build
     @classmethod
-    def empty_for_fields(cls, fields: Sequence[str], num_keypoints: int | None = None,
-                         meta: Mapping[str, Any] | None = None) -> Targets:
+    def empty_for_fields(cls, fields: Sequence[str], meta: Mapping[str, Any] | None = None) -> Targets:
         """Zero instances carrying ``fields`` (a task's ``TaskSpec.fields``).
 
         ``meta`` gives trailing sizes by the keys the fields' attributes declare
         (``AttrSpec.meta_dims``); a field whose size is unknown is left out.
-        ``num_keypoints`` is a shorthand for ``meta={"num_keypoints": K}``.
         """
-        meta = {**(meta or {}), **({"num_keypoints": num_keypoints} if num_keypoints is not None else {})}
+        meta = dict(meta or {})
         extra = {}
         for f in field_specs(fields):
             if any(meta.get(k) is None for a in f.attrs for k in a.meta_dims):
@@ -110,11 +103,9 @@ class Targets:
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.int64), np.zeros(0, bool), **extra)
 
     @classmethod
-    def empty(cls, polygons: bool = False, rboxes: bool = False, num_keypoints: int | None = None) -> Targets:
-        """Zero instances with the given built-in fields present (a shorthand of :meth:`empty_for_fields`)."""
-        fields = [*(["polygons"] if polygons else []), *(["rboxes"] if rboxes else [])]
-        fields += ["keypoints"] if num_keypoints is not None else []
-        return cls.empty_for_fields(fields, num_keypoints)
+    def empty(cls) -> Targets:
+        """Zero instances and no field (:meth:`empty_for_fields` gives a task's fields)."""
+        return cls.empty_for_fields(())
 
     def empty_like(self) -> Targets:
         """Zero instances with the same fields (and trailing sizes) as ``self``."""

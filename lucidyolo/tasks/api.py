@@ -67,7 +67,7 @@ Training (``lucid fit``)
     The dataset meta a published YOLO26 checkpoint of one of the task's
     :attr:`TaskSpec.published_models` implies (the keypoint count from its
     ``kpt_shape``); ``checkpoint`` is a
-    :class:`~lucidyolo.engine.published_checkpoint.PublishedCheckpoint`
+    :class:`~lucidyolo.engine.weights.published_checkpoint.PublishedCheckpoint`
     (tensors by the publisher's names, class names, image size).
 
 ``inference_view(model, paths, device, fold) -> torch.nn.Module`` (optional, API 2.4)
@@ -102,7 +102,7 @@ Training (``lucid fit``)
     metric's own matching, never matched again: the engine draws the PR, F1,
     precision and recall curves and confusion matrices of the epoch
     ``best.ckpt`` holds from it (``box_pr_curve.png`` ...: the letter names the files
-    through :func:`lucidyolo.engine.curve_plots.plot_prefix`, ``B`` box, ``M`` mask,
+    through :func:`lucidyolo.engine.run.curve_plots.plot_prefix`, ``B`` box, ``M`` mask,
     ``R`` obb, ``P`` keypoints, another letter as it is). ``None`` (or ``{}``):
     no curves. ``lucid eval --plots`` reads the same from the ``evaluate``
     hook's optional ``matches`` key (``{path: {iou_type: Matches}}``).

@@ -219,3 +219,9 @@ def task_for_fields(fields: tuple[str, ...]) -> TaskSpec | None:
         if rec.builtin and rec.spec is not None and rec.status == "ok" and labels_of(rec.spec.fields) == want:
             return rec.spec
     return None
+
+
+def preset_packages() -> tuple[str, ...]:
+    """The ``presets_package`` of every loaded task (config resolution finds another task's preset by name)."""
+    return tuple(dict.fromkeys(r.spec.presets_package for r in discover()
+                               if r.status == "ok" and r.spec is not None and r.spec.presets_package))

@@ -10,7 +10,7 @@ import torch
 
 from lucidyolo.api.prediction import FieldLayout, Prediction, fields_from_rows, layout_of, plural
 from lucidyolo.errors import NotAvailableError
-from lucidyolo.metrics.mask_assembly import encode_rle
+from lucidyolo.tasks.segment.mask_assembly import encode_rle
 
 H, W = 48, 64
 NAMES = ["circle", "square"]

@@ -11,7 +11,7 @@ import pytest
 from lucidyolo.data.layouts import check_same_categories, open_source
 from lucidyolo.data.source import ImageSource
 from lucidyolo.errors import DataError
-from lucidyolo.structures.coco_annotations import keypoint_flip_idx
+from lucidyolo.tasks.keypoints.fields import keypoint_flip_idx
 from tests.task_fields import fields_of
 
 

@@ -184,7 +184,7 @@ def test_plot_batches_zero_or_a_task_without_target_rows_draws_nothing(tmp_path)
 
 
 def test_a_coco_skeleton_is_read_zero_based_and_impossible_limbs_are_left_out():
-    from lucidyolo.structures.coco_annotations import keypoint_skeleton
+    from lucidyolo.tasks.keypoints.fields import keypoint_skeleton
 
     data = {
         "categories": [

@@ -18,7 +18,7 @@ def _checkpoint(path, num_classes: int = 3):
     model = create_model("n", num_classes=num_classes)
     raw = {f"model.{k}": v.clone() for k, v in model.state_dict().items()}
     shadow = {k: v + 1 if v.is_floating_point() else v.clone() for k, v in model.state_dict().items()}
-    config = {**RunConfig().model_dump(mode="json"), "num_classes_resolved": num_classes}
+    config = {**RunConfig(model={"task": "det"}).model_dump(mode="json"), "num_classes_resolved": num_classes}
     torch.save({
         "lucid": {"config": config, "class_names": ["a", "b", "c"], "dataset_meta": {}, "format": 2},
         "state_dict": raw, "lucid_ema": {"decay": 0.9999, "tau": 5.0, "updates": 3, "shadow": shadow},

@@ -38,7 +38,7 @@ def _samples(task: str, counts: list[int], seed: int = 0, gains: bool = False) -
     return [
         Sample(
             image=torch.from_numpy(rng.integers(0, 256, (3, 16, 16), dtype=np.uint8)),
-            targets=_targets(task, n, rng) if n or task != "pose" else Targets.empty(num_keypoints=K),
+            targets=_targets(task, n, rng) if n or task != "pose" else Targets.empty_for_fields(("keypoints",), meta={"num_keypoints": K}),
             index=i,
             orig_hw=(30 + i, 40 + i),
             letterbox=(0.5, 1.0, 2.0),

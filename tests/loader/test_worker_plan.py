@@ -92,7 +92,7 @@ def test_the_largest_batch_counts_the_densest_image_and_what_training_adds(tmp_p
 
     source = rect_source(tmp_path, "seg", n=3)
     most = int(source.instances_per_image().max())
-    points, rings = (int(a.max()) for a in source.polygon_sizes_per_image())
+    points, rings = (int(a.max()) for a in source.ragged_sizes_per_image())
     val = largest_batch_nbytes(source, fields_of("seg"), 4, 64, train=False)
     assert val == packed_nbytes(fields_of("seg"), 4, 64, most, ring_points=points, rings=rings, page=shm_page_size())
     train = largest_batch_nbytes(source, fields_of("seg"), 4, 64, train=True, mixup=True, copy_paste=True)
@@ -135,7 +135,7 @@ def test_eval_workers_follow_the_dev_shm_budget():
 
             return np.array([3, 5])
 
-        def polygon_sizes_per_image(self):
+        def ragged_sizes_per_image(self):
             import numpy as np
 
             return np.zeros(2, int), np.zeros(2, int)

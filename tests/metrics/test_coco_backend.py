@@ -1,6 +1,6 @@
 """faster-coco-eval scores COCO results exactly as pycocotools does (issue 35, item 4).
 
-The cases come from :mod:`lucidyolo.metrics.coco_random_case`; the oracle is
+The cases come from :mod:`tests.metrics.coco_random_case`; the oracle is
 pycocotools itself.
 """
 
@@ -11,7 +11,7 @@ import pytest
 from lucidyolo.errors import UserError
 from lucidyolo.metrics import coco_backend
 from lucidyolo.metrics.coco_eval import evaluate_coco
-from lucidyolo.metrics.coco_random_case import SIGMAS, only_iou_type, random_coco_case
+from tests.metrics.coco_random_case import SIGMAS, only_iou_type, random_coco_case
 
 pytest.importorskip("faster_coco_eval", reason="faster-coco-eval is not installed (the fast-eval extra)")
 

@@ -11,11 +11,11 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.metrics.coco_eval import evaluate_coco
-from lucidyolo.metrics.coco_random_case import only_iou_type, random_coco_case
 from lucidyolo.metrics.curves import compute_curves, confidence_curves, confusion_matrix
 from lucidyolo.metrics.matches import Matches
 from lucidyolo.tasks.obb.rotated_map import rotated_map, rotated_matches
-from tests.metrics.test_rotated_map import _random_upright_set, _to_rbox
+from tests.metrics.coco_random_case import only_iou_type, random_coco_case
+from tests.tasks.obb.test_rotated_map import _random_upright_set, _to_rbox
 
 BACKENDS = ["pycocotools", "faster_coco_eval"]
 

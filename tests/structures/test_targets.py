@@ -72,7 +72,7 @@ def test_clone_is_independent():
 
 
 def test_empty_has_correct_shapes_per_task():
-    t = Targets.empty_for_fields(("keypoints", "visibility"), num_keypoints=17)
+    t = Targets.empty_for_fields(("keypoints", "visibility"), meta={"num_keypoints": 17})
     t.validate()
     assert t.keypoints.shape == (0, 17, 2) and t.visibility.shape == (0, 17)
     assert Targets.empty_for_fields(("rboxes",)).rboxes.shape == (0, 5)

@@ -1,20 +1,22 @@
-"""Copy-paste of polygon instances: paste the image's own instances, mirrored, where they do not cover others.
+"""Copy-paste of outlined instances: paste the image's own instances, mirrored, where they do not cover others.
 
 Every instance is mirrored left-right (exact pixel mirror ``x' = W - x``, so
-the pasted pixels and the pasted polygon coincide); those whose mirrored box
+the pasted pixels and the pasted outline coincide); those whose mirrored box
 covers no existing box by more than :data:`MAX_IOA` of that box's area are
-pasted, pixels through the union mask of their polygons (pycocotools
-rasteriser, one C call for all rings).
+pasted, pixels through the union mask of the outline rings their field's
+cut-out rule gives (``FieldSpec.cutout``; pycocotools rasteriser, one C call
+for all rings). A task without such a field is never pasted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from lucidyolo.data.augment.flip import hflip_targets
+from lucidyolo.structures.fields import FieldSpec
 from lucidyolo.structures.targets import Targets
 
 MAX_IOA = 0.30
@@ -30,19 +32,20 @@ def box_ioa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area_b[None, :], 1e-9)
 
 
-PASTED_FIELD = "polygons"
-"""Copy-paste cuts each pasted instance's pixels out through its polygons: it fires only for a task with
-this field (the worker plan sizes its buffers by it)."""
+def cutout_field(fields: Sequence[FieldSpec]) -> FieldSpec | None:
+    """The first of ``fields`` with a cut-out rule (``FieldSpec.cutout``): copy-paste fires only for a task with one
+    (the worker plan sizes its buffers by it)."""
+    return next((f for f in fields if f.cutout is not None), None)
 
 
 def copy_paste(
     image: np.ndarray, targets: Targets, apply: bool, meta: Mapping[str, Any] | None = None
 ) -> tuple[np.ndarray, Targets]:
-    """Paste mirrored copies of polygon instances.
+    """Paste mirrored copies of instances, cut out through their field's outline (``FieldSpec.cutout``).
 
     Args:
         image: ``(3, H, W)`` uint8 or float32 planes; not modified.
-        targets: instances with polygons (targets without them pass through
+        targets: instances with a field that has a cut-out rule (targets without one pass through
             unchanged, as do those with a field that cannot be mirrored).
         apply: the caller's Bernoulli draw.
         meta: dataset meta for the field rules (``flip_idx``).
@@ -50,7 +53,8 @@ def copy_paste(
     Returns:
         Image with pasted pixels and targets with the pasted instances appended.
     """
-    if not apply or targets.polygons is None or len(targets) == 0:
+    cutter = cutout_field(targets.present_fields())
+    if not apply or cutter is None or len(targets) == 0:
         return image, targets
     if not all(spec.can_flip(meta or {}) for spec in targets.present_fields()):
         return image, targets
@@ -62,10 +66,7 @@ def copy_paste(
     if chosen.size == 0:
         return image, targets
     pasted = hflip_targets(targets.filter(chosen), w, meta)  # every field mirrored by its own rule
-    polys = pasted.polygons
-    assert polys is not None
-    lengths = polys.ring_lengths()
-    rings = [polys.ring(r).astype(np.float64).ravel().tolist() for r in np.flatnonzero(lengths >= 3)]
+    rings = [ring.ravel().tolist() for ring in cutter.cutout(pasted.values_of(cutter))]
     if not rings:
         return image, targets
     from pycocotools import mask as mask_utils

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import shapely
+from shapely import polygons as make_polygons
 
 from lucidyolo.data.dota.windows import Window
 
@@ -44,7 +45,7 @@ def object_polygons(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         intersect a self-crossing ring.
     """
     c = np.asarray(corners, np.float64).reshape(-1, 4, 2)
-    polys = shapely.polygons(c)
+    polys = make_polygons(c)
     if len(polys):
         bad = ~shapely.is_valid(polys)
         if bad.any():

@@ -13,6 +13,8 @@ from lucidyolo.tasks.dual_head import DualHeadModelConfig, dual_head_task
 class DetectModelConfig(DualHeadModelConfig):
     """Detection has no options beyond the shared ones."""
 
+    task: str = "det"
+
 
 FIELDS: tuple[str, ...] = ("crowd",)
 """Beyond boxes, labels and difficult, detection reads COCO crowd regions: ignored by the

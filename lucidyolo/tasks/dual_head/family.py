@@ -114,6 +114,7 @@ def dual_head_task(
         description=description,
         capabilities=TaskCapabilities(multi_device=multi_device, export=True, compile_step=compile_step),
         default_preset=f"{preset_prefix}_nano_smoke.yaml",
+        presets_package=hooks.rpartition(".")[0],  # its presets/ folder beside its hooks
         synthetic_preset=f"{preset_prefix}_nano_synthetic.yaml",
         data=DataRole(fields=fields, meta_keys=meta_keys, reference_meta=dict(reference_meta or {}),
                       make_synthetic=SyntheticSet(fields), **role_hooks("data")),

@@ -54,7 +54,7 @@ from lucidyolo.metrics.per_image_epoch_metric import (
     as_bool,
     as_float64,
 )
-from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks.keypoints.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.keypoints.oks import keypoint_sigmas
 from lucidyolo.tasks.keypoints.results import keypoint_results
 

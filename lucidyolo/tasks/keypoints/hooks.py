@@ -5,7 +5,7 @@ Keypoints are detection plus one stem per branch with two outputs per anchor:
 logit, and ``kpt_sigma (K, 2)`` raw scales (sigmoid), trained by :class:`~lucidyolo.tasks.keypoints.keypoint_loss.KeypointTerm`. Decode and
 the deployed graph turn them into ``[x, y, confidence]`` per point
 (:func:`decode_keypoints`) gathered by the kept anchor index, so every consumer
-sees :class:`~lucidyolo.structures.keypoint_detections.KeypointDetections`.
+sees :class:`~lucidyolo.tasks.keypoints.keypoint_detections.KeypointDetections`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from lucidyolo.errors import ConfigError
-from lucidyolo.structures.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
+from lucidyolo.tasks.keypoints.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.keypoints.spec import FIELDS
 
 
@@ -301,7 +301,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """Detection rows as for det, plus the gathered points of the matched rows."""
-    from lucidyolo.export.onnx import keypoint_parity
+    from lucidyolo.tasks.keypoints.export_parity import keypoint_parity
 
     return keypoint_parity(deployed, onnx_path, images)
 

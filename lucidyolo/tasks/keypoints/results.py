@@ -24,7 +24,7 @@ import torch
 
 from lucidyolo.metrics.coco_eval import dets_to_coco_results
 from lucidyolo.metrics.mapping import unletterbox
-from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks.keypoints.keypoint_detections import KeypointDetections
 
 
 def keypoint_results(

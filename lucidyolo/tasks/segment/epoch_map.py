@@ -17,7 +17,7 @@ with an empty tensor of the metric dtype, float64):
 * ``gt_rle`` / ``gt_rle_len``: the same for every ground-truth row, in
   ``gt_rows`` order.
 
-Predicted masks come from :func:`~lucidyolo.metrics.mask_assembly.masks_in_input`
+Predicted masks come from :func:`~lucidyolo.tasks.segment.mask_assembly.masks_in_input`
 (the input size is ``proto_stride`` times the prototype size); ground-truth
 masks from the polygon rings (pycocotools ``frPyObjects`` + ``merge``), crowd
 rows as ``iscrowd`` regions whose segmentation is their box.
@@ -48,13 +48,13 @@ from lucidyolo.metrics.epoch_map import (
     top_per_class,
 )
 from lucidyolo.metrics.mapping import clip_to_image
-from lucidyolo.metrics.mask_assembly import (
+from lucidyolo.tasks.segment.mask_assembly import (
     PROTO_STRIDE,
     encode_rle_bytes,
     gt_instance_rles,
     masks_in_input,
 )
-from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 
 _WORD = 6
 """Bytes per float64 word: integers below 2**48 are exact in float64 (53-bit mantissa)."""

@@ -3,7 +3,7 @@
 Segmentation is detection plus one stem (``coeffs``: ``P`` tanh coefficients per
 anchor and branch) and one extra module (:class:`~lucidyolo.tasks.segment.prototypes.PrototypeHead`:
 prototypes, and a semantic head only while training). Its decode returns
-:class:`~lucidyolo.structures.mask_detections.MaskDetections`: the box rows of
+:class:`~lucidyolo.tasks.segment.mask_detections.MaskDetections`: the box rows of
 detection plus what assembles their masks where a consumer needs them.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from lucidyolo.structures.mask_detections import MaskDetections
 from lucidyolo.tasks.detect import hooks as detect_hooks
 from lucidyolo.tasks.dual_head import DECODE_PATHS
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 from lucidyolo.tasks.segment.spec import FIELDS
 
 PROTO_WIDTH = 256
@@ -107,7 +107,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
     """COCO ``bbox`` and ``segm`` through pycocotools for each decode path of ``paths`` (``masks: False``: boxes only)."""
     from lucidyolo.metrics.coco_eval import dets_to_coco_results
     from lucidyolo.metrics.coco_protocol import evaluate_coco_protocol
-    from lucidyolo.metrics.mask_assembly import mask_results
+    from lucidyolo.tasks.segment.mask_assembly import mask_results
 
     with_masks = bool((options or {}).get("masks", True))
 
@@ -125,7 +125,7 @@ def evaluate(*, model: Any, decode: Any, source: Any, img_size: int, batch_size:
 def predict(decoded: MaskDetections, image_hw: tuple[int, int], letterbox: tuple[float, float, float],
             class_names: Sequence[str], conf: float, **_: Any) -> list[dict[str, Any]]:
     """Detection's dicts plus ``"mask"``: COCO RLE (``size`` ``[h, w]``, ``counts`` str) in original pixels."""
-    from lucidyolo.metrics.mask_assembly import encode_rle, masks_in_original
+    from lucidyolo.tasks.segment.mask_assembly import encode_rle, masks_in_original
 
     keep = decoded.rows[:, 4] >= max(conf, 1e-9)
     kept = MaskDetections(decoded.rows[keep], decoded.coeffs[keep], decoded.protos)
@@ -140,7 +140,7 @@ def predict(decoded: MaskDetections, image_hw: tuple[int, int], letterbox: tuple
 def target_rows(gt: Mapping[str, Tensor], image_hw: tuple[int, int], class_names: Sequence[str],
                 **_: Any) -> list[list[dict[str, Any]]]:
     """Detection's target dicts plus ``"mask"``: each instance's rings (crowd: its box) as one RLE in the input frame."""
-    from lucidyolo.metrics.mask_assembly import gt_instance_rles
+    from lucidyolo.tasks.segment.mask_assembly import gt_instance_rles
 
     rows = detect_hooks.target_rows(gt=gt, class_names=class_names)
     rles = gt_instance_rles({k: v.cpu() for k, v in gt.items()}, int(image_hw[0]), int(image_hw[1]))
@@ -190,7 +190,7 @@ def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_
 
 def export_check(deployed: nn.Module, onnx_path: Path, images: Tensor, **_: Any) -> dict[str, Any]:
     """Detection rows as for det, plus the prototypes and the assembled masks of the compared rows."""
-    from lucidyolo.export.onnx import mask_parity
+    from lucidyolo.tasks.segment.export_parity import mask_parity
 
     return mask_parity(deployed, onnx_path, images)
 

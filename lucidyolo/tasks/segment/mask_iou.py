@@ -8,9 +8,9 @@ the IoU of the prediction that took it, 0 for a ground truth nobody took: it
 falls with missed instances as well as with poor masks.
 
 Masks live in the network-input frame: predictions from
-:func:`~lucidyolo.metrics.mask_assembly.masks_in_input` (input size =
+:func:`~lucidyolo.tasks.segment.mask_assembly.masks_in_input` (input size =
 ``proto_stride`` times the prototype size), ground truth rasterised from the
-polygon rings (:func:`~lucidyolo.metrics.mask_assembly.gt_instance_rles`). The
+polygon rings (:func:`~lucidyolo.tasks.segment.mask_assembly.gt_instance_rles`). The
 ``(N, G)`` IoU matrix of an image is one ``pycocotools.mask.iou`` call on RLEs
 (vectorised in C); only the assignment, sequential by definition, loops.
 """
@@ -25,13 +25,13 @@ import torch
 from pycocotools import mask as mask_utils
 from torch import Tensor
 
-from lucidyolo.metrics.mask_assembly import (
+from lucidyolo.tasks.segment.mask_assembly import (
     PROTO_STRIDE,
     encode_rle_bytes,
     gt_instance_rles,
     masks_in_input,
 )
-from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 
 
 def greedy_mask_match(iou: np.ndarray, same_class: np.ndarray) -> np.ndarray:

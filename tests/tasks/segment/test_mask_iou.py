@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 from lucidyolo.tasks.segment.mask_iou import MeanMaskIoU, greedy_mask_match
 
 S, HP = 64, 16  # input side, prototype side (stride 4)

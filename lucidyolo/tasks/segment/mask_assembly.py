@@ -1,7 +1,7 @@
 """Instance masks from decoded predictions, COCO RLE, and ground-truth masks from polygon rings.
 
 Predicted masks (:func:`masks_in_original`, :func:`masks_in_input`) are
-assembled from a :class:`~lucidyolo.structures.mask_detections.MaskDetections`
+assembled from a :class:`~lucidyolo.tasks.segment.mask_detections.MaskDetections`
 of one image (``rows (K, 6)``, ``coeffs (K, P)``, ``protos (P, Hp, Wp)``):
 mask logits ``coeffs @ protos``, bilinear upsampling, crop to the predicted
 box, threshold at ``sigmoid > 0.5``, inverse letterbox. Exactly:
@@ -44,7 +44,7 @@ from pycocotools import mask as mask_utils
 from torch import Tensor
 
 from lucidyolo.metrics.coco_eval import dets_to_coco_results
-from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 
 PROTO_STRIDE = 4.0
 """Network-input pixels per prototype pixel of the YOLO26 prototype net (``S_in / Hp``)."""

@@ -16,7 +16,7 @@ from torch import nn
 
 from lucidyolo.errors import ConfigError
 from lucidyolo.structures.box_coder import ltrb_to_xyxy
-from lucidyolo.structures.keypoint_detections import KeypointDetections
+from lucidyolo.tasks.keypoints.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.registry import get_task
 from tests.models.conftest import calibrate_batchnorm
 

@@ -13,8 +13,8 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval, Params
 
 from lucidyolo.metrics.coco_eval import dets_to_coco_results, evaluate_coco
-from lucidyolo.structures.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.keypoints.epoch_map import OKSEpochMAP
+from lucidyolo.tasks.keypoints.keypoint_detections import KeypointDetections
 from lucidyolo.tasks.keypoints.oks import (
     COCO_PERSON_SIGMAS,
     UNIFORM_SIGMA,

@@ -12,14 +12,14 @@ import torch.nn.functional as F
 from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
-from lucidyolo.metrics.mask_assembly import (
+from lucidyolo.tasks.segment.mask_assembly import (
     encode_rle,
     gt_instance_rles,
     mask_results,
     masks_in_input,
     masks_in_original,
 )
-from lucidyolo.structures.mask_detections import MaskDetections
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 
 # pycocotools' single-RLE decode (used by the tests only) trips a numpy 2 deprecation
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")

@@ -17,9 +17,9 @@ from pycocotools.cocoeval import COCOeval
 
 from lucidyolo.metrics.epoch_map import EpochMAP, top_per_class
 from lucidyolo.metrics.mapping import clip_to_image
-from lucidyolo.metrics.mask_assembly import masks_in_input
-from lucidyolo.structures.mask_detections import MaskDetections
 from lucidyolo.tasks.segment.epoch_map import SegmEpochMAP, pack_bytes, unpack_bytes
+from lucidyolo.tasks.segment.mask_assembly import masks_in_input
+from lucidyolo.tasks.segment.mask_detections import MaskDetections
 from tests.gloo_ranks import run_ranks
 
 # pycocotools' single-RLE decode (used by the tests only) trips a numpy 2 deprecation

@@ -17,8 +17,7 @@ from lucidyolo.data.layouts import open_source
 from lucidyolo.errors import DataError
 from lucidyolo.structures.geometry import polygon_areas, polygons_to_masks
 from lucidyolo.structures.packed import collate_packed, unpack
-
-from ..conftest import real_data_root
+from tests.conftest import real_data_root
 
 FIELDS = ("polygons", "crowd")
 ROOT = real_data_root()
