@@ -72,7 +72,7 @@ def run(
         "cpu",
         "--trainer.precision",
         "32-true",
-        "--model.ema",
+        "--ema.enabled",
         "false",
         "--data.num_workers",
         "0",

@@ -42,7 +42,7 @@ The machine class (``avx512_amx``, ``avx512``, ``avx2``: the widest vector unit 
 ONEDNN_MAX_CPU_ISA=AVX2`` makes an AVX-512 machine train as an AVX2 one does (both tools).
 
 Usage: ``python benchmarks/fit_shapes.py [--task det] [--synthetic] [--data-root DIR] [--epochs 30]
-[--extra "--model.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]
+[--extra "--optim.lr 0.04 ..."] [--compete 1] [--threads 1] [--omp-wait passive]
 [--reference yolo [--reference-model yolo26n-pose.yaml]]``.
 """
 

@@ -59,7 +59,7 @@ class Model:
         """The internal constructor behind :meth:`new`, :meth:`load` and ``Model(source)``."""
         self = cls.__new__(cls)
         self._spec = spec
-        self._options: dict[str, Any] = dict(options or {})  # `model` keys Model.new was given
+        self._options: dict[str, Any] = dict(options or {})  # the config sections Model.new was given
         self._names = list(names) if names is not None else None
         self._restored = restored
         self._checkpoint = checkpoint
@@ -79,8 +79,9 @@ class Model:
             variant: row of the scale table, ``n``, ``s``, ``m``, ``l`` or ``x``.
             num_classes: ``"auto"`` (the dataset's class count) or a number the dataset must match.
             names: the class names the training data must declare, in order (checked before training).
-            **model_options: any other key of the task's ``model`` config section
-                (``lr=0.02``, ``num_keypoints=17``, ``weights="runs/det/version_3"``...).
+            **model_options: any other key of the task's ``model`` config section, or of ``optim``, ``ema``
+                or ``augment`` by its bare name (``lr=0.02`` is ``optim.lr``, ``num_keypoints=17``,
+                ``weights="runs/det/version_3"``...).
 
         These values win over config files and presets at :meth:`fit`, as dotted overrides do in ``lucid fit``.
 
@@ -104,8 +105,8 @@ class Model:
                     why="each class needs exactly one name.",
                     fix="Drop num_classes (the names count them) or give as many names.",
                 )
-        options = {"variant": variant, "num_classes": num_classes, **model_options}
-        resolve_config(spec, overrides={"model": options})  # every key and value checked now, not after loading data
+        options = _by_section(spec, {"variant": variant, "num_classes": num_classes, **model_options})
+        resolve_config(spec, overrides=options)  # every key and value checked now, not after loading data
         return cls._build(spec, options=options, names=names)
 
     @classmethod
@@ -163,7 +164,7 @@ class Model:
     def variant(self) -> str:
         if self._restored is not None:
             return str(self._restored.config.model.variant)
-        return str(self._options.get("variant", "n"))
+        return str(self._options.get("model", {}).get("variant", "n"))
 
     @property
     def class_names(self) -> list[str]:
@@ -238,7 +239,7 @@ class Model:
 
         spec = self._spec
         configs = [str(config)] if isinstance(config, str | Path) else [str(c) for c in config or []]
-        base: dict[str, Any] = {"model": dict(self._options)}
+        base: dict[str, Any] = {k: dict(v) for k, v in self._options.items()}
         if self._checkpoint is not None:  # fine-tune: this model's architecture, started from its weights
             base = {"model": {"variant": self.variant, "weights": str(self._checkpoint)}}
         merged = deep_merge(base, nest_overrides(overrides))
@@ -544,3 +545,23 @@ def _plain(log: Callable[[str], None]) -> Callable[[str], None]:
         log(text)
 
     return plain
+
+
+BARE_KEY_SECTIONS = ("model", "optim", "ema", "augment")
+"""Where :meth:`Model.new` looks for a bare option name, in order (the first section with the key takes it)."""
+
+
+def _by_section(spec: TaskSpec, options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{section: {key: value}}`` of :meth:`Model.new`'s bare options; a name no section has stays in ``model``
+    (where the config's check names it as unknown, with the closest key)."""
+    from pydantic import BaseModel
+
+    fields = spec.run_config.model_fields
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in options.items():
+        section = next((s for s in BARE_KEY_SECTIONS if s in fields and isinstance(fields[s].annotation, type)
+                        and issubclass(fields[s].annotation, BaseModel) and key in fields[s].annotation.model_fields),
+                       "model")
+        out.setdefault(section, {})[key] = value
+    return out
+

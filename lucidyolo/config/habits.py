@@ -42,8 +42,8 @@ class Habit:
     value: str | None = None
 
 
-_AUGMENT = "augmentation strengths are per-variant recipe values; the optional overrides live in `data.augment`."
-_OPTIM = "optimisation settings live in the `model` section (the LightningModule owns its optimizer)."
+_AUGMENT = "augmentation strengths are per-variant recipe values; the optional overrides live in `augment`."
+_OPTIM = "optimisation settings live in the `optim` section (the LightningModule owns its optimizer)."
 
 HABITS: dict[str, Habit] = {
     "epochs": Habit(
@@ -61,8 +61,8 @@ HABITS: dict[str, Habit] = {
                  option="--img-size"),
     "batch": Habit(
         "data.batch_size",
-        "the batch size is a data-loader setting: images per device per step (`model.lr` is given at the global "
-        "batch `model.lr_reference_batch`; `model.lr_scaling` says whether it follows yours).",
+        "the batch size is a data-loader setting: images per device per step (`optim.lr` is given at the global "
+        "batch `optim.lr_reference_batch`; `optim.lr_scaling` says whether it follows yours).",
         option="--batch-size",  # `lucid eval --batch-size`
     ),
     "data": Habit(
@@ -115,27 +115,27 @@ HABITS: dict[str, Habit] = {
                        value="DIR"),
     "save_json": Habit(None, "`lucid predict` writes COCO results to a file you name.", option="--save-json",
                        value="FILE"),
-    "lr0": Habit("model.lr", "the peak learning rate is `model.lr`, given at `model.lr_reference_batch`; " + _OPTIM),
-    "lrf": Habit("model.lrf", _OPTIM),
-    "momentum": Habit("model.momentum", _OPTIM),
-    "weight_decay": Habit("model.weight_decay", _OPTIM),
-    "warmup_epochs": Habit("model.warmup_epochs", _OPTIM),
-    "optimizer": Habit("model.optimizer", _OPTIM),
-    "close_mosaic": Habit("model.close_mosaic", "the schedule of the mosaic switch-off is part of the recipe, in "
-                          "the `model` section."),
+    "lr0": Habit("optim.lr", "the peak learning rate is `optim.lr`, given at `optim.lr_reference_batch`; " + _OPTIM),
+    "lrf": Habit("optim.lrf", _OPTIM),
+    "momentum": Habit("optim.momentum", _OPTIM),
+    "weight_decay": Habit("optim.weight_decay", _OPTIM),
+    "warmup_epochs": Habit("optim.warmup_epochs", _OPTIM),
+    "optimizer": Habit("optim.optimizer", _OPTIM),
+    "close_mosaic": Habit("augment.close_mosaic", "the mosaic switch-off is part of the augmentation, in the "
+                          "`augment` section."),
     "box": Habit("model.box_gain", "loss gains are `model.*_gain` (ours are normalised differently; see "
                  "docs/coming-from-other-yolo-trainers.md)."),
     "cls": Habit("model.cls_gain", "loss gains are `model.*_gain` (ours are normalised differently; see "
                  "docs/coming-from-other-yolo-trainers.md)."),
-    "fliplr": Habit("data.augment.flip_lr", _AUGMENT),
-    "mosaic": Habit("data.augment.mosaic", _AUGMENT + " `data.mosaic false` turns mosaic off altogether."),
-    "mixup": Habit("data.augment.mixup", _AUGMENT),
-    "copy_paste": Habit("data.augment.copy_paste", _AUGMENT),
-    "scale": Habit("data.augment.scale", _AUGMENT),
-    "translate": Habit("data.augment.translate", _AUGMENT),
-    "hsv_h": Habit("data.augment.hsv_h", _AUGMENT),
-    "hsv_s": Habit("data.augment.hsv_s", _AUGMENT),
-    "hsv_v": Habit("data.augment.hsv_v", _AUGMENT),
+    "fliplr": Habit("augment.flip_lr", _AUGMENT),
+    "mosaic": Habit("augment.mosaic", _AUGMENT + " `augment.use_mosaic false` turns mosaic off altogether."),
+    "mixup": Habit("augment.mixup", _AUGMENT),
+    "copy_paste": Habit("augment.copy_paste", _AUGMENT),
+    "scale": Habit("augment.scale", _AUGMENT),
+    "translate": Habit("augment.translate", _AUGMENT),
+    "hsv_h": Habit("augment.hsv_h", _AUGMENT),
+    "hsv_s": Habit("augment.hsv_s", _AUGMENT),
+    "hsv_v": Habit("augment.hsv_v", _AUGMENT),
 }
 """Another trainer's word -> our spelling and the reason (keys are compared lower-case, ``-`` read as ``_``)."""
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from lucidyolo.config.moved_keys import move_keys
 from lucidyolo.config.overrides import deep_merge
 from lucidyolo.config.presets import load_config_source
 from lucidyolo.config.schema import RULE_ERROR, RunConfig
@@ -133,6 +134,14 @@ def validate_config(spec: TaskConfigSource, config: Mapping[str, Any] | RunConfi
         raise format_validation_error(exc, cls) from None
 
 
+def _moved(source: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return move_keys(source)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise ConfigError(f"{exc}.", why="since 1.0 the config is grouped by concern (optim, ema, augment, ...).",
+                          fix="Write each key once, at its new place (`lucid fit TASK --print-config` shows them).") from None
+
+
 def resolve_config(
     spec: TaskConfigSource,
     configs: list[str] | None = None,
@@ -161,9 +170,11 @@ def resolve_config(
     packages = (*own, *(p for p in other_presets if p not in own))
     loaded = [load_config_source(name, packages) for name in configs or []]
     merged: dict[str, Any] = {}
+    # each source's pre-1.0 keys move to their sections before the merge (a warning names each), so an old
+    # key on the command line still wins over the new key in a preset
     for data, _ in [x for x in loaded if x[1]] + [x for x in loaded if not x[1]]:
-        merged = deep_merge(merged, data)
-    merged = deep_merge(merged, overrides or {})
+        merged = deep_merge(merged, _moved(data))
+    merged = deep_merge(merged, _moved(overrides or {}))
     if data_root is not None:
         merged = deep_merge(merged, {"data": {"data_root": str(data_root)}})
 

@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from lucidyolo.config.moved_keys import move_keys
 from lucidyolo.data.layout_names import LAYOUTS
 from lucidyolo.data.pixel_limit import DEFAULT_MAX_IMAGE_PIXELS
 
@@ -50,36 +51,13 @@ class StrictModel(BaseModel):
 
 
 class ModelConfig(StrictModel):
-    """Options shared by every task. Topology is never here: ``variant`` names a scale-table row."""
+    """The model: its task, size and classes, the weights it starts from (a task's subclass adds its loss
+    gains and heads). Topology is never here: ``variant`` names a scale-table row."""
 
     task: str = Field("", description="task name (a registered task plugin; each task's section sets its own)")
     variant: Variant = Field("n", description="row of the scale table: n, s, m, l, x")
     num_classes: int | Literal["auto"] = Field(
         "auto", description="'auto' reads the dataset's class list; a number must match it"
-    )
-    lr: float = Field(0.01, gt=0, description="peak learning rate at `lr_reference_batch`, scaled to the batch")
-    lr_reference_batch: int = Field(64, gt=0, description="batch size at which `lr` applies")
-    lr_scaling: Literal["auto", "linear", "none"] = Field(
-        "auto", description="lr vs global batch: 'auto' is linear at or above the reference batch, unscaled below"
-    )
-    lrf: float = Field(0.01, gt=0, le=1, description="final lr as a fraction of the peak")
-    momentum: float = Field(0.95, ge=0, lt=1)
-    weight_decay: float = Field(5e-4, ge=0)
-    warmup_epochs: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
-        "auto", description="'auto': 3 epochs, at most 3% of the run's optimizer steps"
-    )
-    optimizer: Literal["musgd", "sgd"] = "musgd"
-    newton_schulz_dtype: Literal["float32", "auto", "bfloat16"] = Field(
-        "float32", description="MuSGD's orthogonalisation dtype (the spec's float32 by default); 'auto': bfloat16 "
-        "where the device multiplies it natively (CUDA, AMX CPUs), else float32",
-    )
-    close_mosaic: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
-        "auto", description="epochs at the end trained without mosaic; 'auto': 10, at most 1/6 of the epochs"
-    )
-    ema: bool = True
-    ema_decay: float = Field(0.9999, gt=0, lt=1)
-    ema_tau: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
-        "auto", description="EMA ramp in updates; 'auto': 2000, at most a quarter of the run's optimizer steps"
     )
     compile_step: bool = Field(False, description="torch.compile the objective region (CUDA + det only)")
     weights: str | None = Field(
@@ -113,8 +91,41 @@ class ModelConfig(StrictModel):
         return _count_or_auto(v, 1, "must be a positive integer or 'auto'")
 
 
-class AugmentOverrides(StrictModel):
-    """Optional overrides of the per-variant augmentation strengths (None keeps the spec value)."""
+class OptimConfig(StrictModel):
+    """How the weights move: the optimizer, the peak learning rate and its schedule, the warmup."""
+
+    optimizer: Literal["musgd", "sgd"] = "musgd"
+    lr: float = Field(0.01, gt=0, description="peak learning rate at `lr_reference_batch`, scaled to the batch")
+    lr_reference_batch: int = Field(64, gt=0, description="batch size at which `lr` applies")
+    lr_scaling: Literal["auto", "linear", "none"] = Field(
+        "auto", description="lr vs global batch: 'auto' is linear at or above the reference batch, unscaled below"
+    )
+    lrf: float = Field(0.01, gt=0, le=1, description="final lr as a fraction of the peak")
+    momentum: float = Field(0.95, ge=0, lt=1)
+    weight_decay: float = Field(5e-4, ge=0)
+    warmup_epochs: Annotated[float, Field(ge=0)] | Literal["auto"] = Field(
+        "auto", description="'auto': 3 epochs, at most 3% of the run's optimizer steps"
+    )
+    newton_schulz_dtype: Literal["float32", "auto", "bfloat16"] = Field(
+        "float32", description="MuSGD's orthogonalisation dtype (the spec's float32 by default); 'auto': bfloat16 "
+        "where the device multiplies it natively (CUDA, AMX CPUs), else float32",
+    )
+
+
+class EmaConfig(StrictModel):
+    """The exponential moving average of the weights."""
+
+    enabled: bool = Field(True, description="keep an exponential moving average of the weights (validation, "
+                          "best.ckpt and the slim weights use it)")
+    decay: float = Field(0.9999, gt=0, lt=1)
+    tau: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
+        "auto", description="EMA ramp in updates; 'auto': 2000, at most a quarter of the run's optimizer steps"
+    )
+
+
+class AugmentConfig(StrictModel):
+    """Training augmentation: each strength overrides the variant's spec value (None keeps it), mosaic on or
+    off, and the last epochs trained without it."""
 
     mosaic: float | None = Field(None, ge=0, le=1, description="mosaic probability")
     scale: float | None = Field(None, ge=0, lt=1, description="affine scale gain s: U[1 - s, 1 + s]")
@@ -125,9 +136,18 @@ class AugmentOverrides(StrictModel):
     hsv_s: float | None = Field(None, ge=0, le=1)
     hsv_v: float | None = Field(None, ge=0, le=1)
     flip_lr: float | None = Field(None, ge=0, le=1)
+    use_mosaic: bool = Field(True, description="false: no mosaic at all (the strengths stay)")
+    close_mosaic: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        "auto", description="epochs at the end trained without mosaic; 'auto': 10, at most 1/6 of the epochs"
+    )
+
+    STRENGTHS: ClassVar[tuple[str, ...]] = (
+        "mosaic", "scale", "translate", "mixup", "copy_paste", "hsv_h", "hsv_s", "hsv_v", "flip_lr")
+    """The keys that override a strength of the variant's recipe."""
 
     def as_overrides(self) -> dict[str, float]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The strengths set (``{name: value}``), the variant's spec value for the others."""
+        return {k: v for k in self.STRENGTHS if (v := getattr(self, k)) is not None}
 
 
 _EXPLICIT = "explicit_path"
@@ -171,11 +191,9 @@ class DataConfig(StrictModel):
         "as a bad file (a decompression bomb). Default: Pillow's limit, ~179 MP. Cut gigapixel scenes into tiles "
         "(`lucid data tile dota`) rather than raising it",
     )
-    mosaic: bool = True
     plot_batches: int = Field(
         3, ge=0, description="batches drawn into the run folder: train_batch*.jpg, val_batch*_labels/_pred.jpg; 0: none"
     )
-    augment: AugmentOverrides = Field(default_factory=AugmentOverrides)
     synthetic_images: int = Field(240, gt=1, description="size of the built-in synthetic set (no data_root)")
     train_split: str = "train"
     val_split: str = "val"
@@ -292,9 +310,13 @@ class TrainerConfig(StrictModel):
 
 
 class RunConfig(StrictModel):
-    """A whole run: ``model``, ``data``, ``trainer`` and ``seed``."""
+    """A whole run, in sections by concern: ``model``, ``optim``, ``ema``, ``augment``, ``data``, ``trainer``,
+    and ``seed``."""
 
     model: ModelConfig = Field(default_factory=ModelConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    ema: EmaConfig = Field(default_factory=EmaConfig)
+    augment: AugmentConfig = Field(default_factory=AugmentConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = Field(0, ge=0, le=2**32 - 1)
@@ -315,6 +337,14 @@ class RunConfig(StrictModel):
 
     multi_device: ClassVar[bool] = True
     """False when the task's capabilities say it trains in one process (set by :func:`run_config_class`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pre_1_0_keys(cls, data: Any) -> Any:
+        """A config stored before 1.0 (a run's ``config.yaml``, a checkpoint) has its keys moved to the
+        sections they live in now, silently (the sources a user writes are moved, with a warning, by
+        :func:`lucidyolo.config.resolve.resolve_config`)."""
+        return move_keys(data, warn=False)
 
     @model_validator(mode="after")
     def _one_process(self, info: ValidationInfo) -> RunConfig:

@@ -152,16 +152,16 @@ def test_fit_without_data_takes_the_embedded_recipe_like_lucid_fit(recorder):
     Model.new("detect").fit(trainer__max_epochs=1)
     cfg = recorder.calls[-1]
     assert cfg.model.task == "det" and cfg.data.data_root is None and cfg.model.weights is None
-    assert cfg.data.img_size == 320 and cfg.model.lr == 0.04  # det_nano_synthetic.yaml
+    assert cfg.data.img_size == 320 and cfg.optim.lr == 0.04  # det_nano_synthetic.yaml
     Model.new("det").fit(config="det_nano_smoke.yaml")  # a config given: no embedded recipe
-    assert recorder.calls[-1].data.img_size == 640 and recorder.calls[-1].model.lr == 0.01
+    assert recorder.calls[-1].data.img_size == 640 and recorder.calls[-1].optim.lr == 0.01
 
 
 def test_new_options_reach_the_config_and_names_are_checked_before_training(recorder, tiny):
     root = tiny[1]
     Model.new("det", variant="s", names=list(SHAPE_CLASSES), lr=0.02).fit(root)
     cfg = recorder.calls[-1]
-    assert (cfg.model.variant, cfg.model.num_classes, cfg.model.lr) == ("s", len(SHAPE_CLASSES), 0.02)
+    assert (cfg.model.variant, cfg.model.num_classes, cfg.optim.lr) == ("s", len(SHAPE_CLASSES), 0.02)
     calls = len(recorder.calls)
     with pytest.raises(DataError, match="declares the classes") as err:
         Model.new("det", names=["cat", "dog", "eel", "fox"]).fit(root)

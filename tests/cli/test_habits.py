@@ -76,9 +76,9 @@ def test_every_habit_names_a_real_key_or_option_with_a_reason():
 
 
 @pytest.mark.parametrize(("tokens", "ours"), [
-    (["lr0=0.02"], "model.lr"),
+    (["lr0=0.02"], "optim.lr"),
     (["--workers", "4"], "data.num_workers"),
-    (["fliplr=0.0"], "data.augment.flip_lr"),
+    (["fliplr=0.0"], "augment.flip_lr"),
     (["batch_size=8"], "data.batch_size"),  # one of our keys without its section
     (["--print-confg"], "--print-config"),
 ])

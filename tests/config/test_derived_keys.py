@@ -16,7 +16,7 @@ from lucidyolo.errors import ConfigError, DataError
 
 def test_the_top_level_keys_and_sections_are_the_run_configs_fields():
     # the spec's run config: three sections and the seed beside them
-    assert RunConfig.section_names() == ("model", "data", "trainer")
+    assert RunConfig.section_names() == ("model", "optim", "ema", "augment", "data", "trainer")
     assert RunConfig.top_level_keys() == {"seed"} == top_level_keys()
     assert parse_overrides(["--seed", "3"]) == {"seed": 3}
 
@@ -27,7 +27,7 @@ def test_a_new_top_level_field_is_a_top_level_key_without_another_edit():
         extra: DataConfig = Field(default_factory=DataConfig)
 
     assert Extended.top_level_keys() == {"seed", "note"}
-    assert Extended.section_names() == ("model", "data", "trainer", "extra")
+    assert Extended.section_names() == ("model", "optim", "ema", "augment", "data", "trainer", "extra")
 
 
 def test_an_undotted_word_that_is_no_top_level_key_is_refused():

@@ -17,7 +17,7 @@ SETTINGS = (
     "32",
     "--data.num_workers",
     "0",
-    "--model.ema",
+    "--ema.enabled",
     "false",
     "--trainer.precision",
     "32-true",

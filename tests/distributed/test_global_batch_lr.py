@@ -15,7 +15,7 @@ def _cfg(**trainer: object):
         overrides={
             "trainer": {"max_epochs": 10, **trainer},
             "data": {"batch_size": 8},
-            "model": {"lr": 0.04, "lr_reference_batch": 64, "lr_scaling": "linear"},
+            "optim": {"lr": 0.04, "lr_reference_batch": 64, "lr_scaling": "linear"},
         },
     )
 

@@ -67,7 +67,7 @@ def _fit_two_processes(
         "cpu",
         "--trainer.precision",
         "32-true",
-        "--model.ema",
+        "--ema.enabled",
         "false",
         "--trainer.default_root_dir",
         str(work / "runs"),

@@ -42,7 +42,7 @@ def test_epoch_map_with_crowd_regions_equals_lucid_eval(tmp_path, lucid, precisi
     assert val.num_ignore_regions == crowds["val"]  # read, flagged, not counted as instances
 
     fit = lucid("fit", "det", "--data-root", str(root), "--data.img_size", str(SIZE), "--data.batch_size", "8",
-                "--trainer.max_epochs", "2", "--data.num_workers", "0", "--model.lr", "0.04", "--model.warmup_epochs", "0",
+                "--trainer.max_epochs", "2", "--data.num_workers", "0", "--optim.lr", "0.04", "--optim.warmup_epochs", "0",
                 "--trainer.precision", precision, "--trainer.default_root_dir", str(tmp_path / "runs"), cwd=tmp_path)
     assert fit.returncode == 0, fit.stderr[-3000:]
     run = tmp_path / "runs" / "version_0"

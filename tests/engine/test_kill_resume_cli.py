@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def _args(root: Path, runs: Path) -> tuple[str, ...]:
     return (
         "fit", "det", "--data-root", str(root), "--data.img_size", "64", "--data.batch_size", "4",
-        "--trainer.max_epochs", "4", "--model.warmup_epochs", "1", "--model.close_mosaic", "1",
+        "--trainer.max_epochs", "4", "--optim.warmup_epochs", "1", "--augment.close_mosaic", "1",
         # a named worker: a CPU step gets no automatic workers on a small machine, and the kill must hit a pool
         "--data.num_workers", "1", "--trainer.default_root_dir", str(runs),
     )

@@ -79,7 +79,7 @@ def test_a_plugin_sets_its_own_data_and_trainer_defaults():
 
     cfg = SPEC.run_config.model_validate({"model": {"task": "points"}})
     assert (cfg.data.img_size, cfg.data.batch_size, cfg.trainer.max_epochs) == (128, 8, 24)
-    assert cfg.data.augment.mosaic is None and cfg.trainer.devices == "auto"  # the rest are the shared defaults
+    assert cfg.augment.mosaic is None and cfg.trainer.devices == "auto"  # the rest are the shared defaults
     mine = SPEC.run_config.model_validate({"model": {"task": "points"}, "data": {"img_size": 64}})
     assert mine.data.img_size == 64 and mine.data.batch_size == 8  # a user's value wins over the plugin's default
 
@@ -90,8 +90,8 @@ def test_points_without_boxes_train_through_lucid_fit(lucid, tmp_path):
     root = tmp_path / "dots"
     _write_points_root(root)
     # 24 epochs, 128 px, batch 8: the plugin's own `data` / `trainer` defaults (config_data, config_trainer)
-    r = lucid("fit", "points", "--data-root", str(root), "--data.num_workers", "0", "--model.lr", "0.01",
-              "--model.warmup_epochs", "1",
+    r = lucid("fit", "points", "--data-root", str(root), "--data.num_workers", "0", "--optim.lr", "0.01",
+              "--optim.warmup_epochs", "1",
               "--trainer.default_root_dir", str(tmp_path / "runs"), env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     run = next((tmp_path / "runs").rglob("results.csv")).parent

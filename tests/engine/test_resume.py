@@ -32,7 +32,7 @@ def _cfg(tmp_path, name):
         spec, [],
         {"trainer": {"max_epochs": 3, "default_root_dir": str(tmp_path / name)},
          "data": {"img_size": 96, "batch_size": 4, "num_workers": 0, "synthetic_images": 12},
-         "model": {"warmup_epochs": 1}},
+         "optim": {"warmup_epochs": 1}},
     )
     return spec, cfg
 

@@ -32,7 +32,7 @@ if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64M", "tmpfs", "/dev/shm"
 env = {**os.environ, "COLUMNS": "200"}
 
 def fit(*args):
-    return [lucid, "fit", "det", "--model.optimizer", "sgd", *args]
+    return [lucid, "fit", "det", "--optim.optimizer", "sgd", *args]
 
 res = {}
 t = time.time()

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not SHM.is_dir(), reason="needs /dev/shm (the fa
 def _fit_args(root: Path, runs: Path) -> tuple[str, ...]:
     return (
         "fit", "det", "--data-root", str(root), "--data.img_size", "64", "--data.batch_size", "8",
-        "--data.num_workers", "1", "--trainer.max_epochs", "3", "--model.optimizer", "sgd",
+        "--data.num_workers", "1", "--trainer.max_epochs", "3", "--optim.optimizer", "sgd",
         "--trainer.default_root_dir", str(runs),
     )
 

@@ -26,7 +26,7 @@ def _args(root: Path, runs: Path) -> tuple[str, ...]:
     return (
         "fit", "det", "--data-root", str(root), "--data.img_size", "64", "--data.batch_size", "2",
         "--trainer.devices", "2", "--trainer.strategy", "ddp", "--trainer.accelerator", "cpu",
-        "--trainer.max_epochs", str(EPOCHS), "--model.warmup_epochs", "1", "--model.close_mosaic", "1",
+        "--trainer.max_epochs", str(EPOCHS), "--optim.warmup_epochs", "1", "--augment.close_mosaic", "1",
         "--data.num_workers", "0", "--trainer.default_root_dir", str(runs),
     )
 

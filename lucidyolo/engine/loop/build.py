@@ -104,7 +104,7 @@ def build_system(
             fix="Nothing was run.",
         )
     assert spec.build_model and spec.build_criterion and spec.decode and spec.build_metric and spec.metric_update
-    m = cfg.model
+    m, o = cfg.model, cfg.optim
     meta = dict(meta or {})
     model = spec.build_model(cfg=m, num_classes=num_classes, meta=meta)
     if channels_last:
@@ -122,9 +122,9 @@ def build_system(
         decode_path=spec.default_decode_path,
         class_names=class_names,
         dataset_meta=meta,
-        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, lrf=m.lrf, momentum=m.momentum,
-        weight_decay=m.weight_decay, warmup_epochs=m.warmup_epochs,
-        optimizer=m.optimizer, newton_schulz_dtype=m.newton_schulz_dtype,
+        lr=o.lr, lr_reference_batch=o.lr_reference_batch, lr_scaling=o.lr_scaling, lrf=o.lrf, momentum=o.momentum,
+        weight_decay=o.weight_decay, warmup_epochs=o.warmup_epochs,
+        optimizer=o.optimizer, newton_schulz_dtype=o.newton_schulz_dtype,
         batch_size=cfg.data.batch_size, channels_last=channels_last,
     )
 
@@ -135,17 +135,17 @@ def build_datamodule(spec: TaskSpec, cfg: RunConfig, train: ImageSource, val: Im
     from lucidyolo.engine.loop.datamodule import TrainingDataModule
     from lucidyolo.optim.recipe import auto_close_mosaic
 
-    d = cfg.data
+    d, a = cfg.data, cfg.augment
     acc = cfg.trainer.accelerator.lower()
     accelerator = "cuda" if cuda else ("cpu" if acc == "auto" else acc)
     device_hsv = resolve_device_hsv(d.device_hsv, accelerator, cfg.trainer.precision, cfg.trainer.strategy)
     return TrainingDataModule(
         train, val, spec.fields, d.img_size, d.batch_size, variant=cfg.model.variant, seed=cfg.seed,
         epochs=cfg.trainer.max_epochs, close_mosaic=(
-            auto_close_mosaic(cfg.trainer.max_epochs) if cfg.model.close_mosaic == "auto" else cfg.model.close_mosaic
+            auto_close_mosaic(cfg.trainer.max_epochs) if a.close_mosaic == "auto" else a.close_mosaic
         ),
-        mosaic=d.mosaic,
-        augment=d.augment.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
+        mosaic=a.use_mosaic,
+        augment=a.as_overrides(), num_workers=None if d.num_workers == "auto" else d.num_workers,
         val_num_workers=d.val_num_workers, prefetch_factor=d.prefetch_factor,
         persistent_workers=d.persistent_workers, cache_train_images=d.cache_train_images, device_hsv=device_hsv,
         local_ranks=local_ranks(cfg, cuda), cpu_step=accelerator == "cpu",
@@ -182,7 +182,7 @@ def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple
     """
     from lucidyolo.optim.recipe import resolve_recipe
 
-    m, t = cfg.model, cfg.trainer
+    m, o, t = cfg.model, cfg.optim, cfg.trainer
     ranks = max(1, int(ranks))
     batches = max(1, math.ceil(train_images / (cfg.data.batch_size * ranks)))
     limit = t.limit_train_batches
@@ -192,10 +192,13 @@ def resolve_schedule(cfg: RunConfig, train_images: int, ranks: int = 1) -> tuple
         batches = min(batches, max(1, int(limit)))
     steps = max(1, math.ceil(batches / t.accumulate_grad_batches))
     recipe = resolve_recipe(
-        lr=m.lr, lr_reference_batch=m.lr_reference_batch, lr_scaling=m.lr_scaling, warmup_epochs=m.warmup_epochs,
-        ema_tau=m.ema_tau, close_mosaic=m.close_mosaic, epochs=t.max_epochs, steps_per_epoch=steps,
+        lr=o.lr, lr_reference_batch=o.lr_reference_batch, lr_scaling=o.lr_scaling, warmup_epochs=o.warmup_epochs,
+        ema_tau=cfg.ema.tau, close_mosaic=cfg.augment.close_mosaic, epochs=t.max_epochs, steps_per_epoch=steps,
         global_batch=cfg.data.batch_size * ranks * t.accumulate_grad_batches, finetune=m.weights is not None,
     )
-    model = m.model_copy(update={"lr_scaling": recipe.lr_scaling, "warmup_epochs": recipe.warmup_epochs,
-                                 "ema_tau": recipe.ema_tau, "close_mosaic": recipe.close_mosaic})
-    return cfg.model_copy(update={"model": model}), recipe
+    resolved = {
+        "optim": o.model_copy(update={"lr_scaling": recipe.lr_scaling, "warmup_epochs": recipe.warmup_epochs}),
+        "ema": cfg.ema.model_copy(update={"tau": recipe.ema_tau}),
+        "augment": cfg.augment.model_copy(update={"close_mosaic": recipe.close_mosaic}),
+    }
+    return cfg.model_copy(update=resolved), recipe

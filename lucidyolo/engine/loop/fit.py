@@ -405,7 +405,7 @@ def _train(
         for note in notes:
             log(note)
         log(plan.describe())
-        log(recipe.describe(cfg.model.lr, cfg.model.lr_reference_batch,
+        log(recipe.describe(cfg.optim.lr, cfg.optim.lr_reference_batch,
                             cfg.data.batch_size * ranks * cfg.trainer.accumulate_grad_batches, cfg.trainer.max_epochs))
         if (note := precision_note(requested_precision, cfg.trainer.precision)) is not None:
             log(note)

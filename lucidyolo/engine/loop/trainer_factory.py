@@ -151,8 +151,8 @@ def make_trainer(
 
         callbacks.append(BestCurves(spec.matches, spec.metrics.monitor, checkpoint_cb, run.path,
                                     spec.metrics.plot_names))
-    if cfg.model.ema:
-        callbacks.append(EMACallback(cfg.model.ema_decay, cfg.model.ema_tau))
+    if cfg.ema.enabled:
+        callbacks.append(EMACallback(cfg.ema.decay, cfg.ema.tau))
     if progress_bar or epoch_log is not None:
         from lucidyolo.engine.run.epoch_lines import EpochBar, EpochLines
 

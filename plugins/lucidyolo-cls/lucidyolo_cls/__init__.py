@@ -1,3 +1,3 @@
 """lucidyolo-cls: image classification on the YOLO26 backbone, as a lucid-yolo task plugin (``lucid fit cls``)."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
