@@ -6,9 +6,10 @@ names has grown a per-task branch the registry should own. The scan is over the
 AST of every module, so strings in docstrings and messages do not count.
 
 A field name (``"keypoints" in fields``) is not a task name, so this scan lets
-it pass; the second scan below allows built-in field names only in
-``structures/`` (which defines the fields) and the tasks (which declare them):
-readers, checks and plans loop over the task's fields and ask their rules.
+it pass; the later scans allow built-in field names only in the tasks (which
+define and declare them): readers, checks and plans loop over the task's fields
+and ask their rules. The last scan reads every string and attribute read, not
+only comparisons, with two documented exceptions (:data:`NAME_ALLOWED`).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def plugins(
             ", ".join(d["aliases"]),  # type: ignore[arg-type]
             str(r.distribution),
             str(r.version),
-            str(d["api_version"] or "-"),
+            str(d["api_version"] or "-") + (" (adapted)" if d["adapted"] else ""),
             f"[{style}]{r.status}[/{style}]",
             r.error or (f"warning: {r.warning}" if r.warning else ""),
         )
