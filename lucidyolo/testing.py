@@ -193,17 +193,17 @@ def exercise_hooks(spec: TaskSpec, img_size: int = 64, num_images: int = 4, work
     from lucidyolo.errors import UserError
 
     spec = as_record(spec)
-    done: dict[str, Any] = {}
-    cfg = spec.config_model.model_validate({"task": spec.name})
     if spec.make_synthetic is None or spec.build_model is None:
-        return done
+        return {}
+    if workdir is None:  # a throw-away folder, removed however the check ends
+        with tempfile.TemporaryDirectory(prefix=f"lucid-check-{spec.name}-") as folder:
+            return exercise_hooks(spec, img_size, num_images, folder)
     from lucidyolo.data.datasets import ValDataset
     from lucidyolo.data.layouts import open_source
     from lucidyolo.structures.packed import collate_packed, unpack
 
-    if workdir is None:  # a throw-away folder, removed however the check ends
-        with tempfile.TemporaryDirectory(prefix=f"lucid-check-{spec.name}-") as folder:
-            return exercise_hooks(spec, img_size, num_images, folder)
+    done: dict[str, Any] = {}
+    cfg = spec.config_model.model_validate({"task": spec.name})
     work = Path(workdir)
     root = Path(spec.make_synthetic(work / "data", num_images, img_size, 0))
     if spec.read_split is not None:

@@ -55,30 +55,33 @@ def move_keys(raw: Any, warn: bool = True) -> Any:
     Raises:
         ValueError: a source sets a key at both its old and its new place.
     """
-    if not isinstance(raw, Mapping) or not moved_keys(raw):
+    found = moved_keys(raw) if isinstance(raw, Mapping) else []
+    if not found:
         return raw
-    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in raw.items()}
-    section, key = MOVED_SECTION
-    nested = out[section].pop(key, None) if isinstance(out.get(section), dict) else None
-    pairs = [((sec, k), new) for (sec, k), new in MOVED.items()]
-    if isinstance(nested, Mapping):
-        out.setdefault(key, {})
-        pairs += [((f"{section}.{key}", k), (key, k)) for k in nested]
-    for (sec, k), (new_sec, new_key) in pairs:
-        source = nested if sec == f"{section}.{key}" else out.get(sec)
-        if not isinstance(source, Mapping) or k not in source:
-            continue
-        value = source[k] if source is nested else source.pop(k)  # type: ignore[union-attr]
-        target = out.setdefault(new_sec, {})
+    out = _copied(raw)
+    for old, new in found:
+        *old_path, old_key = old.split(".")
+        new_section, new_key = new.split(".")
+        source = out
+        for part in old_path:
+            source = source[part]
+        value = source.pop(old_key)
+        target = out.setdefault(new_section, {})
         if not isinstance(target, dict):
             continue  # the new section is not a mapping: validation says so
         if new_key in target:
-            raise ValueError(
-                f"`{sec}.{k}` and `{new_sec}.{new_key}` are both set: `{sec}.{k}` is the pre-1.0 name of "
-                f"`{new_sec}.{new_key}`; keep only `{new_sec}.{new_key}`"
-            )
+            raise ValueError(f"`{old}` and `{new}` are both set: `{old}` is the pre-1.0 name of `{new}`; "
+                             f"keep only `{new}`")
         target[new_key] = value
         if warn:
-            warnings.warn(f"`{sec}.{k}` is now `{new_sec}.{new_key}` (the old key works until lucid 2.0; "
-                          f"write `{new_sec}.{new_key}`)", MovedConfigKey, stacklevel=1)
+            warnings.warn(f"`{old}` is now `{new}` (the old key works until lucid 2.0; write `{new}`)",
+                          MovedConfigKey, stacklevel=1)
+    section, key = MOVED_SECTION
+    if isinstance(out.get(section), dict) and out[section].get(key) == {}:
+        del out[section][key]  # every key of the old section moved
     return out
+
+
+def _copied(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a nested mapping (its mappings copied, its values shared)."""
+    return {k: _copied(v) if isinstance(v, Mapping) else v for k, v in tree.items()}

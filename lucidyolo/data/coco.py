@@ -159,6 +159,25 @@ def read_coco(
     )
 
 
+def _clamped_box(ann: dict[str, Any], h: int, w: int, ann_file: Path) -> tuple[float, float, float, float] | None:
+    """The annotation's ``bbox`` as xyxy clamped to the image; ``None`` when nothing of it is left.
+
+    Raises:
+        DataError: a missing or malformed ``bbox``, NaN or a negative size.
+    """
+    bbox = ann.get("bbox")
+    if not isinstance(bbox, list | tuple) or len(bbox) != 4:
+        raise _bad(ann_file, ann, f"bbox {bbox!r} is not [x, y, w, h].", "Write bbox as four numbers.")
+    x, y, bw, bh = (float(v) for v in bbox)
+    if not all(math.isfinite(v) for v in (x, y, bw, bh)):
+        raise _bad(ann_file, ann, f"bbox {bbox} contains NaN or infinity.", "Fix or remove the annotation.")
+    if bw < 0 or bh < 0:
+        raise _bad(ann_file, ann, f"bbox {bbox} has a negative size.", "Fix or remove the annotation.")
+    x1, y1 = min(max(x, 0.0), w), min(max(y, 0.0), h)
+    x2, y2 = min(max(x + bw, 0.0), w), min(max(y + bh, 0.0), h)
+    return (x1, y1, x2, y2) if x2 - x1 > 0 and y2 - y1 > 0 else None
+
+
 def _image_targets(
     anns: list[dict[str, Any]],
     fields: tuple[str, ...],
@@ -188,37 +207,17 @@ def _image_targets(
         is_crowd = bool(ann.get("iscrowd", 0))
         if is_crowd and not read_crowd:
             continue
-        bad = lambda what, fix, ann=ann: _bad(ann_file, ann, what, fix)  # noqa: E731
-        if boxless:
-            row = [f.coco.read(ann, (h, w), meta, is_crowd, bad) for f in ruled]  # type: ignore[union-attr]
-            if any(v is None for v in row):
-                dropped.append(ann)
-                continue
-            for out, v in zip(values, row, strict=True):
-                out.append(v)
-            boxes.append((0.0, 0.0, 0.0, 0.0))
-            labels.append(label_of[int(ann["category_id"])])
-            difficult.append(bool(ann.get("difficult", False)))
-            continue
-        bbox = ann.get("bbox")
-        if not isinstance(bbox, list | tuple) or len(bbox) != 4:
-            raise _bad(ann_file, ann, f"bbox {bbox!r} is not [x, y, w, h].", "Write bbox as four numbers.")
-        x, y, bw, bh = (float(v) for v in bbox)
-        if not all(math.isfinite(v) for v in (x, y, bw, bh)):
-            raise _bad(ann_file, ann, f"bbox {bbox} contains NaN or infinity.", "Fix or remove the annotation.")
-        if bw < 0 or bh < 0:
-            raise _bad(ann_file, ann, f"bbox {bbox} has a negative size.", "Fix or remove the annotation.")
-        x1, y1 = min(max(x, 0.0), w), min(max(y, 0.0), h)
-        x2, y2 = min(max(x + bw, 0.0), w), min(max(y + bh, 0.0), h)
-        if x2 - x1 <= 0 or y2 - y1 <= 0:
+        box = (0.0, 0.0, 0.0, 0.0) if boxless else _clamped_box(ann, h, w, ann_file)
+        if box is None:
             continue  # empty after clamping: nothing to learn from
+        bad = lambda what, fix, ann=ann: _bad(ann_file, ann, what, fix)  # noqa: E731
         row = [f.coco.read(ann, (h, w), meta, is_crowd, bad) for f in ruled]  # type: ignore[union-attr]
         if any(v is None for v in row):
             dropped.append(ann)
             continue
         for out, v in zip(values, row, strict=True):
             out.append(v)
-        boxes.append((x1, y1, x2, y2))
+        boxes.append(box)
         labels.append(label_of[int(ann["category_id"])])
         difficult.append(bool(ann.get("difficult", False)))
     box_arr = np.asarray(boxes, np.float32).reshape(-1, 4)

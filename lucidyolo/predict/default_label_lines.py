@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from lucidyolo.errors import NotAvailableError
-from lucidyolo.predict.label_lines import format_line, xyxy_to_cxcywh_normalised
+from lucidyolo.predict.label_lines import box_lines, format_line
 from lucidyolo.structures.fields import FieldSpec, field_specs
 
 
@@ -36,8 +36,7 @@ def default_label_lines(task: str, fields: tuple[str, ...], boxes: bool) -> Call
 
 
 def _box_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
-    boxes = xyxy_to_cxcywh_normalised(np.array([p["box"] for p in predictions], np.float64).reshape(-1, 4), image_hw)
-    return [format_line(int(p["label"]), b, float(p["score"])) for p, b in zip(predictions, boxes, strict=True)]
+    return box_lines(predictions, image_hw)
 
 
 def _field_lines(field: FieldSpec, task: str, predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int],

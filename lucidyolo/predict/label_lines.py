@@ -9,7 +9,8 @@ module only formats numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,3 +36,10 @@ def format_line(label: int, values: Sequence[float] | np.ndarray, conf: float) -
     """``"label v1 ... vn conf"``: values to :data:`COORD_DECIMALS` decimals, the confidence as given (``:g``)."""
     coords = [f"{float(v):.{COORD_DECIMALS}f}" for v in np.asarray(values, np.float64).ravel()]
     return " ".join([str(int(label)), *coords, f"{float(conf):g}"])
+
+
+def box_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int]) -> list[str]:
+    """``label cx cy w h conf`` per predict dict (``"box"`` xyxy pixels, ``"label"``, ``"score"``): the YOLO
+    detection row, normalised by ``image_hw = (h, w)``, plus the confidence."""
+    boxes = xyxy_to_cxcywh_normalised(np.array([p["box"] for p in predictions], np.float64).reshape(-1, 4), image_hw)
+    return [format_line(int(p["label"]), b, float(p["score"])) for p, b in zip(predictions, boxes, strict=True)]

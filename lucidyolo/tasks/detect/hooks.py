@@ -165,11 +165,9 @@ def _box_rows(predictions: Sequence[Mapping[str, Any]]) -> np.ndarray:
 
 def label_lines(predictions: Sequence[Mapping[str, Any]], image_hw: tuple[int, int], **_: Any) -> list[str]:
     """``label cx cy w h conf`` per box, normalised by the image size (the YOLO detection row + confidence)."""
-    from lucidyolo.predict.label_lines import format_line, xyxy_to_cxcywh_normalised
+    from lucidyolo.predict.label_lines import box_lines
 
-    rows = _box_rows(predictions)
-    boxes = xyxy_to_cxcywh_normalised(rows[:, :4], image_hw)  # (N, 4)
-    return [format_line(int(p["label"]), b, p["score"]) for p, b in zip(predictions, boxes, strict=True)]
+    return box_lines(predictions, image_hw)
 
 
 def coco_results(predictions: Sequence[Mapping[str, Any]], image_id: int, image_hw: tuple[int, int],

@@ -37,6 +37,14 @@ MEMBER_HOOKS: dict[str, tuple[str, ...]] = {
 }
 """The hooks every member provides, by role (a member's module defines each, or takes it ``from_base``)."""
 
+_OPTIONAL: dict[str, tuple[str, ...]] = {
+    "data": ("label_stats",),
+    "model": ("transfer_weights", "published_meta"),
+    "inference": (),
+    "evaluation": (),
+}
+"""Optional hooks a member may add, by role."""
+
 
 class SyntheticSet:
     """``make_synthetic`` of a member: the shapes scene labelled with the member's fields, COCO JSON.
@@ -130,12 +138,3 @@ def dual_head_task(
             **role_hooks("evaluation"),
         ),
     )
-
-
-_OPTIONAL: dict[str, tuple[str, ...]] = {
-    "data": ("label_stats",),
-    "model": ("transfer_weights", "published_meta"),
-    "inference": (),
-    "evaluation": (),
-}
-"""Optional hooks a member may add, by role."""
