@@ -181,8 +181,9 @@ def test_sigterm_then_resume_clears_stale_temporaries_and_files_follow_the_umask
     root = tiny_root("det", tmp_path / "data")
     run_dir = tmp_path / "runs" / "version_0"
     last = run_dir / "checkpoints" / "last.ckpt"
-    # 20 epochs: one of this set takes ~0.3 s, so with 3 the run could end before the signal landed (CI did)
-    proc = start_lucid(*fast_fit_args("det", root, tmp_path / "runs", epochs=20), env={}, cwd=tmp_path)
+    # 60 epochs: one of this set takes ~0.3 s, and last.ckpt can first appear late in the run (it follows the
+    # monitored checkpoint); with 3, then 20, the run ended before the signal landed (CI did, twice)
+    proc = start_lucid(*fast_fit_args("det", root, tmp_path / "runs", epochs=60), env={}, cwd=tmp_path)
     try:
         wait_for(last.exists, 300, "the first epoch's last.ckpt", proc)
         proc.send_signal(signal.SIGTERM)
